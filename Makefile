@@ -1,0 +1,41 @@
+# Two entry points (see README): `make demo` and `make test`. Each one creates or refreshes .venv
+# and installs what it needs; system packages are installed with apt-get when we run as root.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SAMPLE := examples/the-three-little-tales.epub
+DEMO_OUT := out/the-three-little-tales.m4b
+
+.PHONY: demo test test-fast system-deps clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# Refreshed whenever pyproject.toml changes.
+$(VENV)/.core: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev,cosyvoice3,mlx,verify]'
+	touch $(VENV)/.core $@
+
+# ffprobe (an independent checker for the tests) and calibre (the plugin's host) come from Debian.
+system-deps:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  need=""; \
+	  command -v ffprobe >/dev/null || need="$$need ffmpeg"; \
+	  if [ -n "$$need" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need >/dev/null; fi; \
+	fi
+
+demo: $(VENV)/.core
+	@mkdir -p out
+	$(BIN)/epub2audio $(SAMPLE) -o $(DEMO_OUT)
+	@echo "Made $(DEMO_OUT)"
+
+test: system-deps $(VENV)/.dev
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) out

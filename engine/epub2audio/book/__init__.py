@@ -1,0 +1,5 @@
+"""EPUB → Book: pure Python, no audio."""
+
+from .model import Book, Chapter, Cover, Skipped
+
+__all__ = ["Book", "Chapter", "Cover", "Skipped"]

@@ -1,0 +1,46 @@
+"""What the rest of the engine knows about a book: metadata and chapters of spoken text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Cover:
+    data: bytes
+    media_type: str  # "image/jpeg" or "image/png"
+
+
+@dataclass
+class Chapter:
+    title: str
+    # Paragraph-sized blocks of text to be read aloud, in reading order. A heading, a paragraph,
+    # a line group of verse or a table row each become one block.
+    paragraphs: list[str]
+    # Where the chapter came from (spine hrefs, with #fragment where a TOC entry split a file).
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def char_count(self) -> int:
+        return sum(len(p) for p in self.paragraphs)
+
+
+@dataclass
+class Skipped:
+    title: str
+    reason: str  # e.g. "cover (epub:type)", "copyright page (landmarks)", "non-linear spine item"
+
+
+@dataclass
+class Book:
+    path: str
+    title: str
+    authors: list[str]
+    language: str  # BCP 47 as given by dc:language, "" if missing
+    chapters: list[Chapter]
+    skipped: list[Skipped] = field(default_factory=list)
+    date: str = ""  # dc:date as given; the M4B gets the year
+    description: str = ""
+    publisher: str = ""
+    identifier: str = ""  # ISBN where the book has one, else its dc:identifier
+    cover: Cover | None = None
