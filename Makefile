@@ -3,8 +3,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SAMPLE := examples/the-three-little-tales.epub
-DEMO_OUT := out/the-three-little-tales.m4b
+SAMPLE := examples/aesop-three-fables.epub
+DEMO_OUT := out/aesop-three-fables.m4b
 
 .PHONY: demo test test-fast system-deps clean
 

@@ -1,0 +1,95 @@
+"""Chapters → segments: sentence-sized pieces of text, each synthesised on its own.
+
+A segment is the unit of work, of caching and of retry, so it must be short enough that a crash
+loses little and a voice never gets a paragraph it cannot say in one breath, and long enough that
+the voice keeps a natural sentence melody. Sentences longer than the cap are split at the
+strongest punctuation before the cap, then at a word boundary.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .model import Chapter
+
+MAX_SEGMENT_CHARS = 300
+
+# Silence after a segment, by what ends there. Chosen to sound like an unhurried human reader.
+PAUSE_SENTENCE_MS = 250
+PAUSE_PARAGRAPH_MS = 700
+PAUSE_CHAPTER_MS = 2000
+
+# Words that end in a period without ending a sentence.
+_ABBREVIATIONS = {
+    "mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "rev", "capt", "col", "gen", "lt", "sgt",
+    "mt", "messrs", "mme", "mlle", "no", "vol", "vols", "ch", "chap", "fig", "p", "pp", "vs", "etc",
+    "e.g", "i.e", "viz", "cf", "ed", "eds", "inc", "ltd", "co", "jan", "feb", "mar", "apr", "jun",
+    "jul", "aug", "sep", "sept", "oct", "nov", "dec", "esq", "hon", "gov", "sen", "rep",
+}
+
+# A sentence ends at . ! ? or an ellipsis, optionally followed by closing quotes/brackets, then space.
+_SENTENCE_END = re.compile(r"""([.!?…]+["'”’»)\]]*)\s+""")
+_SOFT_BREAKS = [re.compile(p) for p in (r"[;:]\s+", r"[,—–]\s*", r"\s+")]
+
+
+@dataclass(frozen=True)
+class Segment:
+    chapter: int  # index of the chapter in the book
+    index: int  # position within the chapter
+    text: str
+    pause_after_ms: int
+
+
+def split_sentences(paragraph: str) -> list[str]:
+    sentences, start = [], 0
+    for match in _SENTENCE_END.finditer(paragraph):
+        candidate = paragraph[start : match.end(1)].strip()
+        last_word = candidate.rsplit(None, 1)[-1] if candidate else ""
+        stem = last_word.rstrip(".").lstrip("(\"'“‘").lower()
+        if last_word.endswith(".") and (stem in _ABBREVIATIONS or _is_initial(stem)):
+            continue  # "Mr. Lorry", "J. Smith": not the end of a sentence
+        sentences.append(candidate)
+        start = match.end()
+    tail = paragraph[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return [s for s in sentences if s]
+
+
+def _is_initial(word: str) -> bool:
+    return len(word) == 1 and word.isalpha()
+
+
+def split_long(sentence: str, limit: int = MAX_SEGMENT_CHARS) -> list[str]:
+    """Split a sentence longer than `limit` at the strongest break that keeps pieces under it."""
+    if len(sentence) <= limit:
+        return [sentence]
+    for pattern in _SOFT_BREAKS:
+        cut = _last_break(pattern, sentence, limit)
+        if cut:
+            head, tail = sentence[:cut].rstrip(), sentence[cut:].lstrip()
+            return [head] + split_long(tail, limit)
+    # A single "word" longer than the limit (a URL, a run of symbols): cut it hard.
+    return [sentence[:limit]] + split_long(sentence[limit:], limit)
+
+
+def _last_break(pattern: re.Pattern, text: str, limit: int) -> int:
+    best = 0
+    for match in pattern.finditer(text, 0, limit + 1):
+        if match.end() > limit // 3:  # avoid a tiny first piece
+            best = match.end()
+    return best
+
+
+def segment_chapter(chapter_index: int, chapter: Chapter, limit: int = MAX_SEGMENT_CHARS) -> list[Segment]:
+    pieces: list[tuple[str, int]] = []
+    for paragraph in chapter.paragraphs:
+        sentences = [p for s in split_sentences(paragraph) for p in split_long(s, limit)]
+        for i, text in enumerate(sentences):
+            last = i == len(sentences) - 1
+            pieces.append((text, PAUSE_PARAGRAPH_MS if last else PAUSE_SENTENCE_MS))
+    segments = [Segment(chapter_index, i, text, pause) for i, (text, pause) in enumerate(pieces)]
+    if segments:
+        segments[-1] = Segment(chapter_index, len(segments) - 1, segments[-1].text, PAUSE_CHAPTER_MS)
+    return segments

@@ -1,0 +1,186 @@
+"""The `epub2audio` command: arguments → engine calls, exit codes, progress.
+
+Exit codes: 0 success, 1 internal error or a failed job, 2 bad input, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import traceback
+from pathlib import Path
+
+from . import __version__
+from .errors import InputError, JobFailed
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+CHARS_PER_SECOND = 14.5  # the embedded voice's pace, pauses included (measured on the sample book)
+
+SUBCOMMANDS = ("regen",)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own exit code 2 is ours too
+        self.exit(EXIT_BAD_INPUT, f"epub2audio: error: {message}\n")
+
+
+def convert_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="epub2audio", description="Turn an EPUB into an M4B audiobook with chapters, read by a local voice.")
+    p.add_argument("book", type=Path, help="the EPUB file")
+    p.add_argument("-o", "--output", type=Path, help="the M4B to write (default: next to the book)")
+    p.add_argument("--list-chapters", action="store_true", help="show the chapters and what is skipped, then stop")
+    p.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1-3,7 (numbers from --list-chapters)")
+    p.add_argument("--voice", help="voice name (default: joe, the embedded voice)")
+    p.add_argument("--workers", type=int, help="worker processes rendering in parallel (default 1)")
+    p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
+                   help="progress display; json writes one event per line to stdout")
+    p.add_argument("--meta", type=Path, help="JSON file of metadata that overrides the book's (title, authors, ...)")
+    p.add_argument("--seed", type=int, help="job seed for voices that sample (default 1986)")
+    p.add_argument("--work-dir", type=Path, help="where the resumable job lives (default: a cache folder)")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.add_argument("--version", action="version", version=f"epub2audio {__version__}")
+    return p
+
+
+def parse_chapter_list(spec: str) -> list[int]:
+    """'1-3,7' → [0, 1, 2, 6] (0-based)."""
+    chosen = []
+    for part in filter(None, (s.strip() for s in spec.split(","))):
+        first, _, last = part.partition("-")
+        try:
+            lo, hi = int(first), int(last or first)
+        except ValueError:
+            raise InputError(f"--chapters: {part!r} is not a chapter number or range like 2-5") from None
+        if lo < 1 or hi < lo:
+            raise InputError(f"--chapters: {part!r} is not a valid range (chapters count from 1)")
+        chosen.extend(range(lo - 1, hi))
+    if not chosen:
+        raise InputError("--chapters: no chapters given")
+    return chosen
+
+
+def format_duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def chapter_table(book) -> str:
+    lines = [f"{book.title} — {', '.join(book.authors) or 'unknown author'}" + (f" [{book.language}]" if book.language else "")]
+    width = max([len(c.title) for c in book.chapters] + [5])
+    width = min(width, 60)
+    lines.append(f"{'#':>4}  {'Title':<{width}}  {'Characters':>10}  {'Est. time':>9}")
+    for i, chapter in enumerate(book.chapters, 1):
+        title = chapter.title if len(chapter.title) <= width else chapter.title[: width - 1] + "…"
+        lines.append(f"{i:>4}  {title:<{width}}  {chapter.char_count:>10,}  "
+                     f"{format_duration(chapter.char_count / CHARS_PER_SECOND):>9}")
+    total = sum(c.char_count for c in book.chapters)
+    lines.append(f"Total: {len(book.chapters)} chapters, {total:,} characters, "
+                 f"about {format_duration(total / CHARS_PER_SECOND)} with the embedded voice")
+    if book.skipped:
+        lines.append("Skipped:")
+        lines.extend(f"  - {s.title}: {s.reason}" for s in book.skipped)
+    return "\n".join(lines)
+
+
+def _progress_for(mode: str):
+    from .progress import JsonLinesProgress, Progress, TerminalProgress
+
+    if mode == "json":
+        return JsonLinesProgress(sys.stdout)
+    if mode == "none":
+        return Progress()
+    if mode == "bar" or sys.stderr.isatty():
+        return TerminalProgress(sys.stderr)
+    return Progress()
+
+
+def _read_metadata(path: Path | None) -> dict:
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"{path}: not a readable JSON metadata file ({error})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: metadata must be a JSON object")
+    return data
+
+
+def run_convert(args: argparse.Namespace) -> int:
+    from .book.epub import load_book
+    from .config import load_config, worker_policy
+    from .render import ConvertOptions, convert
+
+    if args.list_chapters:
+        print(chapter_table(load_book(args.book)))
+        return EXIT_OK
+    if not args.book.is_file():
+        raise InputError(f"{args.book}: no such file")
+    config = load_config()
+    output = args.output or args.book.with_suffix(".m4b")
+    options = ConvertOptions(
+        voice=args.voice or config.get("voice", "joe"),
+        chapters=parse_chapter_list(args.chapters) if args.chapters else None,
+        workers=args.workers or int(config.get("workers", 1)),
+        policy=worker_policy(config),
+        metadata=_read_metadata(args.meta),
+        work_dir=args.work_dir,
+    )
+    if options.workers < 1:
+        raise InputError("--workers must be at least 1")
+    if args.seed is not None:
+        options.job_seed = args.seed
+    _check_voice(options.voice)
+    convert(args.book, output, options, _progress_for(args.progress))
+    return EXIT_OK
+
+
+def _check_voice(name: str) -> None:
+    if name in ("joe", "piper", "default", "tone"):
+        return
+    raise InputError(f"unknown voice {name!r} (available: joe, tone)")
+
+
+def _on_sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    signal.signal(signal.SIGTERM, _on_sigterm)  # a front door stopping us = Ctrl-C: leave a resumable job
+    json_mode = "--progress" in argv and argv[argv.index("--progress") + 1 : argv.index("--progress") + 2] == ["json"]
+    debug = "--debug" in argv
+    try:
+        args = convert_parser().parse_args(argv)
+        return run_convert(args)
+    except InputError as error:
+        return _fail(EXIT_BAD_INPUT, str(error), json_mode)
+    except JobFailed as error:
+        return _fail(EXIT_FAILED, str(error), json_mode)
+    except KeyboardInterrupt:
+        return _fail(EXIT_INTERRUPTED, "interrupted; run the same command again to resume", json_mode)
+    except Exception as error:
+        from .render import Interrupted
+
+        if isinstance(error, Interrupted):
+            return _fail(EXIT_INTERRUPTED, f"{error}; run the same command again to resume", json_mode)
+        if debug:
+            traceback.print_exc()
+        return _fail(EXIT_FAILED, f"internal error: {type(error).__name__}: {error}", json_mode)
+
+
+def _fail(code: int, message: str, json_mode: bool) -> int:
+    message = " ".join(message.split())  # always one line
+    if json_mode:
+        print(json.dumps({"event": "error", "message": message, "exit_code": code}), flush=True)
+    print(f"epub2audio: error: {message}", file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

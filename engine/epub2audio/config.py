@@ -1,0 +1,60 @@
+"""Where things live and the few settings a user may keep in a file.
+
+Settings come from, weakest first: built-in defaults, `~/.config/epub2audio/config.toml`,
+environment variables, command-line options. Keys in config.toml:
+  voice = "joe"                  workers = 1
+  memory_budget_mb = 2048        max_worker_memory_mb = 0      max_requests_per_worker = 0
+  segment_timeout = 600          cosyvoice3_model_dir = "/path/to/Fun-CosyVoice3-0.5B"
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+from .errors import InputError
+from .worker.supervisor import WorkerPolicy
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    return Path(os.environ.get(var) or Path.home() / fallback)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("EPUB2AUDIO_CACHE_DIR") or _xdg("XDG_CACHE_HOME", ".cache") / "epub2audio")
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("EPUB2AUDIO_DATA_DIR") or _xdg("XDG_DATA_HOME", ".local/share") / "epub2audio")
+
+
+def config_path() -> Path:
+    return Path(os.environ.get("EPUB2AUDIO_CONFIG") or _xdg("XDG_CONFIG_HOME", ".config") / "epub2audio" / "config.toml")
+
+
+def load_config() -> dict:
+    path = config_path()
+    if not path.exists():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: not a valid TOML settings file ({error})") from None
+
+
+def _setting(config: dict, key: str, env: str, default):
+    raw = os.environ.get(env, config.get(key, default))
+    try:
+        return type(default)(raw)
+    except (TypeError, ValueError):
+        raise InputError(f"setting {key} (or ${env}) must be a {type(default).__name__}, got {raw!r}") from None
+
+
+def worker_policy(config: dict) -> WorkerPolicy:
+    return WorkerPolicy(
+        memory_budget_mb=_setting(config, "memory_budget_mb", "EPUB2AUDIO_MEMORY_BUDGET_MB", 2048),
+        max_memory_mb=_setting(config, "max_worker_memory_mb", "EPUB2AUDIO_MAX_WORKER_MEMORY_MB", 0),
+        max_requests=_setting(config, "max_requests_per_worker", "EPUB2AUDIO_MAX_REQUESTS_PER_WORKER", 0),
+        request_timeout=_setting(config, "segment_timeout", "EPUB2AUDIO_SEGMENT_TIMEOUT", 600.0),
+    )

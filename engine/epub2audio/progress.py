@@ -1,0 +1,94 @@
+"""Progress events: one dict per thing that happened, shown as a terminal bar or as JSON lines.
+
+The JSON-lines stream (`--progress json`) is the machine interface the calibre plugin and other
+front ends read: one object a line on stdout, each with an "event" key:
+  book     {title, chapters, segments, characters}
+  voice    {name, narrator, backend, precision, sample_rate, model_id}
+  plan     {total, cached, to_render}
+  segment  {done, total, chapter, index, audio_seconds, synth_seconds, eta_seconds}
+  stage    {stage: "render" | "assemble"}
+  warning  {message}
+  done     {output, duration_seconds, chapters, segments_rendered, seconds}
+  error    {message, exit_code}
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import TextIO
+
+
+class Progress:
+    def emit(self, event: str, **fields) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class JsonLinesProgress(Progress):
+    def __init__(self, stream: TextIO = sys.stdout):
+        self.stream = stream
+
+    def emit(self, event: str, **fields) -> None:
+        self.stream.write(json.dumps({"event": event, **fields}, ensure_ascii=False) + "\n")
+        self.stream.flush()
+
+
+class TerminalProgress(Progress):
+    """A tqdm bar over the segments to render, with stage lines above it (on stderr)."""
+
+    def __init__(self, stream: TextIO = sys.stderr):
+        self.stream = stream
+        self.bar = None
+
+    def _say(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.write(text, file=self.stream)
+        else:
+            print(text, file=self.stream)
+
+    def emit(self, event: str, **f) -> None:
+        if event == "book":
+            self._say(f"{f['title']}: {f['chapters']} chapters, {f['segments']} segments, {f['characters']:,} characters")
+        elif event == "voice":
+            self._say(f"Voice: {f['narrator']} ({f['backend']}, {f['precision']}, {f['sample_rate']} Hz)")
+        elif event == "plan":
+            from tqdm import tqdm
+
+            if f["cached"]:
+                self._say(f"Resuming: {f['cached']} of {f['total']} segments already done")
+            self.bar = tqdm(total=f["to_render"], unit="seg", file=self.stream, dynamic_ncols=True,
+                            disable=not f["to_render"])
+        elif event == "segment" and self.bar is not None:
+            self.bar.update(1)
+        elif event == "stage" and f["stage"] == "assemble":
+            self.close()
+            self._say("Assembling the M4B…")
+        elif event == "warning":
+            self._say(f"warning: {f['message']}")
+        elif event == "done":
+            self.close()
+            minutes = f["duration_seconds"] / 60
+            self._say(f"Wrote {f['output']} ({minutes:.1f} min, {f['chapters']} chapters)")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+class Eta:
+    """Remaining time from the pace of the segments rendered so far in this run."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.done = 0
+        self.started = time.monotonic()
+
+    def step(self) -> float | None:
+        self.done += 1
+        elapsed = time.monotonic() - self.started
+        return round(elapsed / self.done * (self.total - self.done), 1)

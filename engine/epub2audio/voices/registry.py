@@ -1,0 +1,26 @@
+"""Voice name → a loaded voice. Runs in the worker only (loading imports model runtimes)."""
+
+from __future__ import annotations
+
+from .base import Voice
+
+DEFAULT_VOICE = "joe"
+
+
+def load_voice(name: str, *, threads: int = 1, options: dict | None = None) -> Voice:
+    options = options or {}
+    if name in ("joe", "piper", "default"):
+        from . import piper
+
+        return piper.load(threads=threads)
+    if name == "tone":
+        from . import tone
+
+        return tone.load()
+    if name.startswith("cosyvoice3:"):
+        from .cosyvoice3.voice import CosyVoice3Voice
+
+        return CosyVoice3Voice.load(
+            options["model_dir"], options["profile_dir"], threads=threads, **options.get("extra", {})
+        )
+    raise ValueError(f"unknown voice {name!r}")

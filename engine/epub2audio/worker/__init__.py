@@ -1,0 +1,1 @@
+"""The process boundary: the TTS model lives in a disposable child process."""

@@ -1,0 +1,65 @@
+"""Fault injection for the engine's own tests, driven by EPUB2AUDIO_FAULTS (never set in normal use).
+
+It lets a test make a worker crash, hang, fail or grow in memory at a chosen request, to prove the
+supervisor's recovery paths with a real process. Format: comma-separated `kind=value`, e.g.
+`crash_on=Chapter two,leak_mb=50,marker=/tmp/x`. `marker` names a file whose existence arms the
+one-shot faults (crash_on, hang_on, fail_on), which delete it when they fire: so "crash once" is
+expressible across respawns.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Faults:
+    crash_on: str = ""  # os._exit when a request's text contains this
+    hang_on: str = ""  # sleep forever on such a request
+    fail_on: str = ""  # raise on such a request (fails the request, worker survives)
+    fail_first: bool = False  # the first request of every worker raises
+    leak_mb: int = 0  # keep this many MB more after every request
+    marker: str = ""
+    _requests: int = 0
+    _leak: list = field(default_factory=list)
+
+    @classmethod
+    def from_env(cls) -> "Faults":
+        spec = os.environ.get("EPUB2AUDIO_FAULTS", "")
+        faults = cls()
+        for item in filter(None, spec.split(",")):
+            key, _, value = item.partition("=")
+            if key in ("leak_mb",):
+                setattr(faults, key, int(value))
+            elif key == "fail_first":
+                faults.fail_first = value not in ("", "0")
+            else:
+                setattr(faults, key, value)
+        return faults
+
+    def _armed(self) -> bool:
+        if not self.marker:
+            return True
+        try:
+            os.unlink(self.marker)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def before(self, text: str) -> None:
+        self._requests += 1
+        raise_later = self.fail_first and self._requests == 1
+        if self.crash_on and self.crash_on in text and self._armed():
+            os._exit(9)
+        if self.hang_on and self.hang_on in text and self._armed():
+            time.sleep(3600)
+        if raise_later or (self.fail_on and self.fail_on in text and self._armed()):
+            raise RuntimeError("injected failure")
+
+    def after(self) -> None:
+        if self.leak_mb:
+            block = bytearray(self.leak_mb * 1024 * 1024)
+            block[:: 4096] = b"x" * len(block[:: 4096])  # touch every page so it is really private
+            self._leak.append(block)

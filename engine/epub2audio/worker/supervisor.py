@@ -1,0 +1,240 @@
+"""Spawn, watch, recycle and replace worker processes.
+
+The parent never imports a model runtime. A worker is disposable: if it dies, hangs past its
+timeout or grows past its memory budget, we kill it and start another; the request it was working
+on is retried a bounded number of times. Memory growth is measured against a warm baseline taken
+after the worker's first *successful* request (a model's arenas fill on first use, so the idle
+footprint would make every worker look leaky; a failed request proves nothing about warm size).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import protocol
+
+MB = 1024 * 1024
+
+
+@dataclass
+class WorkerPolicy:
+    memory_budget_mb: int = 2048  # growth above the warm baseline that triggers a recycle
+    max_memory_mb: int = 0  # absolute cap on the worker's private memory; 0 = none
+    max_requests: int = 0  # recycle after this many requests; 0 = never
+    request_timeout: float = 600.0  # seconds for one segment before the worker is killed
+    start_timeout: float = 600.0  # seconds to load a voice
+    retries: int = 2  # attempts after the first one, each on a fresh worker if the last one died
+
+
+@dataclass
+class VoiceDetails:
+    name: str
+    narrator: str
+    sample_rate: int
+    backend: str
+    precision: str
+    model_id: str
+    versions: dict = field(default_factory=dict)
+
+
+class WorkerDied(Exception):
+    """The worker process exited, was killed, or stopped answering."""
+
+
+class RequestFailed(Exception):
+    """The worker is alive but could not synthesise this request."""
+
+
+class SegmentFailed(Exception):
+    """A segment kept failing after every retry."""
+
+
+class VoiceLoadFailed(Exception):
+    """The worker could not load the voice at all; retrying will not help."""
+
+
+class Stopped(Exception):
+    """The supervisor was told to stop (Ctrl-C, or the job is ending)."""
+
+
+class Worker:
+    """One child process and the thread that reads its answers."""
+
+    def __init__(self, config: dict, log_path: Path | None, start_timeout: float):
+        env = dict(os.environ)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        self._log = open(log_path, "ab") if log_path else subprocess.DEVNULL
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "epub2audio.worker.child", json.dumps(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=env,
+        )
+        self._answers: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read_answers, daemon=True).start()
+        header, _ = self._next_answer(start_timeout, "starting")
+        if header["type"] == "error":
+            self.kill()
+            raise VoiceLoadFailed(header["message"])
+        self.pid = header["pid"]
+        self.details = VoiceDetails(**header["info"])
+        self.memory = header.get("memory", 0)
+        self.requests = 0
+
+    def _read_answers(self) -> None:
+        try:
+            while (frame := protocol.receive(self.process.stdout)) is not None:
+                self._answers.put(frame)
+        except (protocol.ProtocolError, ValueError, OSError):
+            pass
+        self._answers.put(None)
+
+    def _next_answer(self, timeout: float, doing: str) -> tuple[dict, bytes]:
+        try:
+            frame = self._answers.get(timeout=timeout)
+        except queue.Empty:
+            self.kill()
+            raise WorkerDied(f"worker timed out after {timeout:.0f} s while {doing}") from None
+        if frame is None:
+            code = self.process.wait()
+            raise WorkerDied(f"worker exited with {_describe_exit(code)} while {doing}")
+        return frame
+
+    def synthesize(self, request_id: int, text: str, seed: int, timeout: float) -> tuple[bytes, dict]:
+        try:
+            protocol.send(self.process.stdin, {"type": "synthesize", "id": request_id, "text": text, "seed": seed})
+        except (BrokenPipeError, OSError):
+            code = self.process.wait()
+            raise WorkerDied(f"worker exited with {_describe_exit(code)}") from None
+        header, payload = self._next_answer(timeout, "synthesising")
+        self.requests += 1
+        if header["type"] == "error":
+            raise RequestFailed(header["message"])
+        self.memory = header.get("memory", 0)
+        return payload, header
+
+    def close(self, grace: float = 10.0) -> None:
+        """Ask the worker to finish (end of its input), kill it if it does not."""
+        try:
+            self.process.stdin.close()
+            self.process.wait(timeout=grace)
+        except (OSError, subprocess.TimeoutExpired):
+            self.kill()
+        self._close_log()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log is not subprocess.DEVNULL:
+            self._log.close()
+            self._log = subprocess.DEVNULL
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        import signal
+
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+@dataclass
+class SupervisorStats:
+    spawned: int = 0
+    recycled: int = 0  # replaced on purpose (memory budget, request cap)
+    died: int = 0  # crashed, killed or timed out
+    memory_samples: list[tuple[float, int]] = field(default_factory=list)  # (time, private bytes)
+
+
+class Supervisor:
+    """Keeps one worker slot alive and answers synthesis requests through it."""
+
+    def __init__(self, config: dict, policy: WorkerPolicy, log_path: Path | None = None):
+        self.config = config
+        self.policy = policy
+        self.log_path = log_path
+        self.worker: Worker | None = None
+        self.baseline: int | None = None  # warm private memory of the current worker
+        self.stats = SupervisorStats()
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self.stopping = False
+
+    @property
+    def details(self) -> VoiceDetails:
+        return self._ensure_worker().details
+
+    def _ensure_worker(self) -> Worker:
+        with self._lock:
+            if self.stopping:
+                raise Stopped()
+            if self.worker is None:
+                self.worker = Worker(self.config, self.log_path, self.policy.start_timeout)
+                self.baseline = None
+                self.stats.spawned += 1
+            return self.worker
+
+    def synthesize(self, text: str, seed: int) -> tuple[bytes, float, VoiceDetails]:
+        """PCM for one segment, retrying on fresh workers; raises SegmentFailed at the end."""
+        reasons = []
+        for _attempt in range(self.policy.retries + 1):
+            worker = self._ensure_worker()
+            self._next_id += 1
+            try:
+                pcm, header = worker.synthesize(self._next_id, text, seed, self.policy.request_timeout)
+            except WorkerDied as error:
+                if self.stopping:
+                    raise Stopped() from None
+                reasons.append(str(error))
+                self.stats.died += 1
+                self._drop_worker(kill=True)
+                continue
+            except RequestFailed as error:
+                reasons.append(str(error))
+                continue
+            self._after_success(worker)
+            return pcm, header["seconds"], worker.details
+        raise SegmentFailed("; ".join(reasons))
+
+    def _after_success(self, worker: Worker) -> None:
+        memory = worker.memory
+        self.stats.memory_samples.append((time.time(), memory))
+        if self.baseline is None:
+            self.baseline = memory
+        policy = self.policy
+        grown = memory - self.baseline > policy.memory_budget_mb * MB
+        too_big = policy.max_memory_mb and memory > policy.max_memory_mb * MB
+        worn_out = policy.max_requests and worker.requests >= policy.max_requests
+        if grown or too_big or worn_out:
+            self.stats.recycled += 1
+            self._drop_worker(kill=False)
+
+    def _drop_worker(self, kill: bool) -> None:
+        with self._lock:
+            worker, self.worker, self.baseline = self.worker, None, None
+        if worker is not None:
+            worker.kill() if kill else worker.close()
+
+    def kill(self) -> None:
+        """Stop for good: kill the worker now and refuse further requests."""
+        self.stopping = True
+        self._drop_worker(kill=True)
+
+    def close(self) -> None:
+        self._drop_worker(kill=False)

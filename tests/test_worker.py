@@ -1,0 +1,157 @@
+"""The supervisor against real worker processes, with faults injected through EPUB2AUDIO_FAULTS."""
+
+import os
+import signal
+import time
+
+import pytest
+
+from epub2audio.worker.supervisor import SegmentFailed, Supervisor, WorkerPolicy
+
+TONE = {"voice": "tone"}
+
+
+@pytest.fixture
+def faults(monkeypatch):
+    def set_faults(spec: str):
+        monkeypatch.setenv("EPUB2AUDIO_FAULTS", spec)
+
+    return set_faults
+
+
+def make(policy=None):
+    return Supervisor(TONE, policy or WorkerPolicy(request_timeout=20, start_timeout=30))
+
+
+def test_worker_reports_what_it_loaded():
+    s = make()
+    try:
+        d = s.details
+        assert (d.name, d.sample_rate, d.backend, d.precision, d.model_id) == ("tone", 16000, "python", "int16", "tone:1")
+    finally:
+        s.close()
+
+
+def test_same_request_same_bytes_across_workers():
+    a, b = make(), make()
+    try:
+        assert a.synthesize("Call me Ishmael.", 42)[0] == b.synthesize("Call me Ishmael.", 42)[0]
+        assert a.synthesize("Call me Ishmael.", 42)[0] != a.synthesize("Call me Ishmael.", 43)[0]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_crashed_worker_is_respawned_and_the_segment_retried(faults, tmp_path):
+    marker = tmp_path / "crash-once"
+    marker.touch()
+    faults(f"crash_on=boom,marker={marker}")
+    s = make()
+    try:
+        expected = make_reference("boom goes the segment", 5)
+        pcm, _, _ = s.synthesize("boom goes the segment", 5)
+        assert pcm == expected
+        assert (s.stats.spawned, s.stats.died) == (2, 1)
+    finally:
+        s.close()
+
+
+def make_reference(text, seed):
+    ref = make()
+    try:
+        saved = os.environ.pop("EPUB2AUDIO_FAULTS", None)
+        try:
+            return ref.synthesize(text, seed)[0]
+        finally:
+            if saved is not None:
+                os.environ["EPUB2AUDIO_FAULTS"] = saved
+    finally:
+        ref.close()
+
+
+def test_segment_fails_with_its_reason_after_bounded_retries(faults):
+    faults("crash_on=always")
+    s = Supervisor(TONE, WorkerPolicy(retries=2, request_timeout=20))
+    try:
+        with pytest.raises(SegmentFailed, match="worker exited with exit code 9"):
+            s.synthesize("this always crashes", 1)
+        assert s.stats.spawned == 3  # the first attempt and two retries, each on a fresh worker
+    finally:
+        s.close()
+
+
+def test_hung_worker_is_killed_after_the_timeout(faults, tmp_path):
+    marker = tmp_path / "hang-once"
+    marker.touch()
+    faults(f"hang_on=slow,marker={marker}")
+    s = Supervisor(TONE, WorkerPolicy(request_timeout=2, retries=1))
+    try:
+        started = time.monotonic()
+        pcm, _, _ = s.synthesize("slow segment", 3)
+        assert pcm and time.monotonic() - started < 15
+        assert s.stats.died == 1
+    finally:
+        s.close()
+
+
+def test_killed_worker_is_replaced(tmp_path):
+    s = make()
+    try:
+        first = s.synthesize("one", 1)[0]
+        os.kill(s.worker.process.pid, signal.SIGKILL)
+        assert s.synthesize("one", 1)[0] == first
+        assert s.stats.died == 1
+    finally:
+        s.close()
+
+
+def test_failed_first_request_does_not_latch_the_baseline(faults):
+    faults("fail_first=1,leak_mb=40")
+    s = make(WorkerPolicy(memory_budget_mb=30, request_timeout=20, retries=1))
+    try:
+        s._ensure_worker()
+        worker = s.worker
+        assert s.baseline is None
+        s.synthesize("first", 1)  # the worker's first request fails, the retry succeeds on it
+        assert s.worker is worker
+        # The baseline is the memory after the first success (which already holds one 40 MB leak),
+        # not the idle memory before it.
+        assert s.baseline is not None and s.baseline >= worker_memory_floor(40)
+        assert s.stats.recycled == 0
+    finally:
+        s.close()
+
+
+def worker_memory_floor(mb):
+    return mb * 1024 * 1024
+
+
+def test_growth_past_the_budget_recycles_between_requests(faults):
+    faults("leak_mb=40")
+    s = make(WorkerPolicy(memory_budget_mb=100, request_timeout=20))
+    try:
+        outputs = [s.synthesize(f"segment {i}", i)[0] for i in range(6)]
+        # Baseline after request 1; +40 MB per request; growth passes 100 MB after request 4.
+        assert s.stats.recycled == 1
+        assert s.stats.spawned == 2
+        assert outputs == [make_reference(f"segment {i}", i) for i in range(6)]
+    finally:
+        s.close()
+
+
+def test_request_cap_recycles():
+    s = make(WorkerPolicy(max_requests=2, request_timeout=20))
+    try:
+        for i in range(5):
+            s.synthesize(f"segment {i}", i)
+        assert (s.stats.recycled, s.stats.spawned) == (2, 3)
+    finally:
+        s.close()
+
+
+def test_voice_load_failure_is_reported_not_retried():
+    from epub2audio.worker.supervisor import VoiceLoadFailed
+
+    s = Supervisor({"voice": "no-such-voice"}, WorkerPolicy())
+    with pytest.raises(VoiceLoadFailed, match="unknown voice 'no-such-voice'"):
+        s.details
