@@ -43,4 +43,6 @@ class Book:
     description: str = ""
     publisher: str = ""
     identifier: str = ""  # ISBN where the book has one, else its dc:identifier
+    series: str = ""  # from calibre's metadata or calibre:series in the OPF
+    series_index: str = ""
     cover: Cover | None = None
