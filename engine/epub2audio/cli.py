@@ -87,6 +87,17 @@ def chapter_table(book) -> str:
     return "\n".join(lines)
 
 
+def chapter_listing(book) -> dict:
+    """The same facts as chapter_table, for programs (`--list-chapters --progress json`)."""
+    return {
+        "title": book.title, "authors": book.authors, "language": book.language,
+        "chapters": [{"number": i, "title": c.title, "characters": c.char_count,
+                      "estimated_seconds": round(c.char_count / CHARS_PER_SECOND, 1)}
+                     for i, c in enumerate(book.chapters, 1)],
+        "skipped": [{"title": s.title, "reason": s.reason} for s in book.skipped],
+    }
+
+
 def _progress_for(mode: str):
     from .progress import JsonLinesProgress, Progress, TerminalProgress
 
@@ -117,7 +128,8 @@ def run_convert(args: argparse.Namespace) -> int:
     from .render import ConvertOptions, convert
 
     if args.list_chapters:
-        print(chapter_table(load_book(args.book)))
+        book = load_book(args.book)
+        print(json.dumps(chapter_listing(book), ensure_ascii=False) if args.progress == "json" else chapter_table(book))
         return EXIT_OK
     if not args.book.is_file():
         raise InputError(f"{args.book}: no such file")

@@ -1,0 +1,388 @@
+"""load_book on the shared corpus (exact chapter titles, skips, metadata, text checks) and on
+small synthetic EPUBs for the edge cases."""
+
+import time
+import zipfile
+
+import pytest
+
+from corpus_expectations import BOOKS, BROKEN
+from epub_factory import make_epub, xhtml
+from epub2audio.book.epub import load_book
+from epub2audio.errors import InputError
+
+# -- the corpus ---------------------------------------------------------------------------------
+
+_loaded = {}
+
+
+def book(corpus, name):
+    """Each corpus book is loaded once per test session (keeps the suite fast)."""
+    if name not in _loaded:
+        _loaded[name] = load_book(corpus / name)
+    return _loaded[name]
+
+
+def text_of(chapter):
+    return "\n".join(chapter.paragraphs)
+
+
+def chapter(b, title):
+    return next(c for c in b.chapters if c.title == title)
+
+
+def test_every_corpus_book_has_expectations(corpus):
+    on_disk = {p.name for p in corpus.glob("*.epub")}
+    assert on_disk == set(BOOKS) | {BROKEN}
+
+
+@pytest.mark.parametrize("name", sorted(BOOKS))
+def test_chapter_titles(corpus, name):
+    expected = BOOKS[name]
+    titles = [c.title for c in book(corpus, name).chapters]
+    if "titles" in expected:
+        assert titles == expected["titles"]
+    else:
+        assert len(titles) == expected["chapter_count"]
+        assert titles[: len(expected["first_titles"])] == expected["first_titles"]
+        assert titles[-len(expected["last_titles"]):] == expected["last_titles"]
+
+
+@pytest.mark.parametrize("name", sorted(BOOKS))
+def test_skipped_items(corpus, name):
+    skipped = [(s.title, s.reason) for s in book(corpus, name).skipped]
+    assert skipped == BOOKS[name]["skipped"]
+
+
+@pytest.mark.parametrize("name", sorted(BOOKS))
+def test_metadata(corpus, name):
+    b, expected = book(corpus, name), BOOKS[name]
+    assert b.title == expected["title"]
+    assert b.authors == expected["authors"]
+    assert b.language == expected["language"]
+    assert b.publisher == expected["publisher"]
+    assert b.identifier == expected["identifier"]
+    assert b.cover is not None and b.cover.media_type == expected["cover_type"]
+    assert len(b.cover.data) > 1000
+
+
+@pytest.mark.parametrize("name", sorted(BOOKS))
+def test_no_empty_chapters_and_clean_text(corpus, name):
+    for c in book(corpus, name).chapters:
+        assert c.paragraphs and c.char_count > 0, c.title
+        for p in c.paragraphs:
+            assert p == p.strip() and "  " not in p and "\n" not in p
+            assert not set(p) & {"\u00ad", "\u200b", "\u2060", "\ufeff"}
+
+
+def test_moby_dick_first_paragraph_and_speed(corpus):
+    start = time.perf_counter()
+    b = load_book(corpus / "moby-dick-epub3.epub")
+    assert time.perf_counter() - start < 3.0
+    assert sum(c.char_count for c in b.chapters) > 1_150_000
+    loomings = chapter(b, "Chapter 1. Loomings.")
+    assert loomings.paragraphs[0] == "Chapter 1. Loomings."
+    assert loomings.paragraphs[1].startswith("Call me Ishmael. Some years ago—never mind how long precisely")
+    assert loomings.sources == ["chapter_001.xhtml"]
+
+
+def test_tale_of_two_cities_divider_headings_are_read_with_first_chapter(corpus):
+    first = chapter(book(corpus, "a-tale-of-two-cities-nested-books-se-epub3.epub"),
+                    "Book the First: Recalled to Life — I: The Period")
+    assert first.paragraphs[:3] == ["A Tale of Two Cities", "Book the First. Recalled to Life", "I. The Period"]
+    assert first.paragraphs[3].startswith("It was the best of times, it was the worst of times")
+    # The word joiner before each em dash is gone.
+    assert "we were all going direct the other way—in short" in first.paragraphs[3]
+    assert first.sources == ["text/halftitlepage.xhtml", "text/book-1.xhtml", "text/chapter-1-1.xhtml"]
+
+
+def test_hamlet_speakers_are_read_with_their_lines(corpus):
+    b = book(corpus, "hamlet-drama-tables-se-epub3.epub")
+    scene = chapter(b, "Act I — Scene I")
+    assert scene.paragraphs[:5] == ["Hamlet", "Act I", "Scene I", "Elsinore. A platform before the castle.",
+                                    "Francisco at his post. Enter to him Bernardo."]
+    assert scene.paragraphs[5:7] == ["Bernardo: Who’s there?", "Francisco: Nay, answer me: stand, and unfold yourself."]
+    # A speech in verse: its lines end in pauses.
+    assert "Francisco: For this relief much thanks: ’tis bitter cold, And I am sick at heart." in scene.paragraphs
+    whole = "\n".join(text_of(c) for c in b.chapters)
+    assert "And either master the devil, or throw him out" in whole  # endnote marker "1" dropped
+    assert scene.sources == ["text/halftitlepage.xhtml", "text/act-1.xhtml", "text/act-1.xhtml#scene-1-1"]
+
+
+def test_waste_land_fragments_verse_and_line_numbers(corpus):
+    b = book(corpus, "the-waste-land-poetry-notes-epub3.epub")
+    front = chapter(b, "The Waste Land")
+    assert front.paragraphs[-1] == "For Ezra Pound: il miglior fabbro"
+    burial = chapter(b, "I. THE BURIAL OF THE DEAD")
+    assert burial.sources == ["wasteland-content.xhtml#ch1"]
+    stanza = burial.paragraphs[1]
+    assert stanza.startswith("April is the cruellest month, breeding, Lilacs out of the dead land, mixing, ")
+    assert "into the Hofgarten, And drank coffee" in stanza  # the line number 10 is not read
+    assert "Son of man, You cannot say" in text_of(burial)  # noteref "*" not read
+    assert chapter(b, "II. A GAME OF CHESS").paragraphs[0] == "II. A GAME OF CHESS"
+
+
+def test_georgia_noterefs_table_and_inline_aside(corpus):
+    b = book(corpus, "georgia-britannica-pls-ssml-epub3.epub")
+    intro = text_of(chapter(b, "GEORGIA"))
+    assert "the upper Savannah was formerly part of the Chattahoochee" in intro
+    history = text_of(chapter(b, "History"))
+    assert "James Edward Oglethorpe, 1732-1743" in history.splitlines()  # a table row, note "8" dropped
+    assert "amended from overriden" not in "\n".join(text_of(c) for c in b.chapters)
+
+
+def test_childrens_literature_page_numbers_script_and_hidden_toc(corpus):
+    b = book(corpus, "childrens-literature-unlinked-toc-long-section-epub3.epub")
+    first = b.chapters[0]
+    assert first.paragraphs[:2] == ["SECTION IV FAIRY STORIES—MODERN FANTASTIC TALES", "BIBLIOGRAPHY"]
+    everything = "\n".join(text_of(c) for c in b.chapters)
+    assert "removeHidden" not in everything and "\n169\n" not in everything
+    rabbi = chapter(b, "Abram S. Isaacs — I. The Rabbi and the Diadem")
+    assert rabbi.paragraphs[1].startswith("Great was the alarm in the palace of Rome")
+
+
+def test_herodotus_book_one_spans_its_split_files(corpus):
+    b = book(corpus, "herodotus-vol1-split-chapters-footnotes-epub2-ncx.epub")
+    book_one = chapter(b, "BOOK I. THE FIRST BOOK OF THE HISTORIES, CALLED CLIO")
+    prefix = "1069079595113376059_2707-h-"
+    assert book_one.sources == [f"{prefix}0.htm.html#pgepubid00006", f"{prefix}0.htm.html#pgepubid00007",
+                                f"{prefix}1.htm.html", f"{prefix}2.htm.html", f"{prefix}3.htm.html",
+                                f"{prefix}4.htm.html"]
+    text = text_of(book_one)
+    # From the second spine file of Book I (…-h-1), after a cross-file footnote link "41".
+    assert '"But the number of sand I know, and the measure of drops in the ocean' in text
+    assert "The dumb man I understand, and I hear the speech of the speechless" in text
+    assert "of Halicarnassos, to the end that neither" in text  # noteref "1" dropped
+    assert "Project Gutenberg" not in "\n".join(text_of(c) for c in b.chapters)
+
+
+def test_laozi_chapters_come_from_heading_lines(corpus):
+    b = book(corpus, "laozi-daodejing-zh-epub2-ncx.epub")
+    assert b.chapters[0].paragraphs == [
+        "第一章", "道可道，非常道。名可名，非常名。無名天地之始，有名萬物之母。故常無欲，以觀其妙；常有欲，以觀其徼。"
+                 "此兩者同出而異名，同謂之玄，玄之又玄，眾妙之門。"]
+    assert all("Gutenberg" not in text_of(c) for c in b.chapters)
+
+
+def test_vingt_mille_lieues_skips_image_links_and_keeps_french(corpus):
+    b = book(corpus, "vingt-mille-lieues-sous-les-mers-fr-epub2-ncx.epub")
+    first = chapter(b, "CHAPITRE PREMIER UN ÉCUEIL FUYANT.")
+    assert first.paragraphs[:2] == ["CHAPITRE PREMIER", "UN ÉCUEIL FUYANT."]
+    assert first.paragraphs[2].startswith("L'année 1866 fut marquée par un événement bizarre")
+    assert all("Agrandir" not in text_of(c) for c in b.chapters)
+
+
+def test_alice_the_end_closes_chapter_four(corpus):
+    b = book(corpus, "alice-under-ground-facsimile-images-epub2-ncx.epub")
+    assert chapter(b, "Chapter IV").paragraphs[-1] == "THE END."
+    assert chapter(b, "POSTSCRIPT.").paragraphs[0] == "POSTSCRIPT."
+    assert chapter(b, "Chapter I").paragraphs[:2] == [
+        "ALICE'S ADVENTURES UNDER GROUND",
+        'BEING A FACSIMILE OF THE ORIGINAL MS. BOOK AFTERWARDS DEVELOPED INTO "ALICE\'S ADVENTURES IN WONDERLAND"']
+
+
+def test_regime_arabic_text(corpus):
+    only = book(corpus, "regime-anticancer-arabic-rtl-epub3.epub").chapters[0]
+    assert only.paragraphs[:3] == ["الفصل الثاني", "ما هو السرطان؟", "من أين تأتي الحياة؟"]
+
+
+# -- unreadable input ---------------------------------------------------------------------------
+
+
+def test_truncated_zip(corpus):
+    with pytest.raises(InputError) as err:
+        load_book(corpus / BROKEN)
+    assert str(err.value) == f"{BROKEN}: not a readable EPUB (the zip archive is truncated or damaged)"
+
+
+def _write(path, data):
+    path.write_bytes(data)
+    return path
+
+
+def _zip(path, files):
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return path
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: d / "missing.epub", "missing.epub: file not found"),
+    (lambda d: d, "is a directory, not an EPUB file"),
+    (lambda d: _write(d / "empty.epub", b""), "empty.epub: empty file, not an EPUB"),
+    (lambda d: _write(d / "text.epub", b"hello"), "text.epub: not an EPUB (not a zip archive)"),
+    (lambda d: _zip(d / "nocontainer.epub", {"mimetype": "application/epub+zip"}),
+     "nocontainer.epub: not a valid EPUB (META-INF/container.xml is missing)"),
+    (lambda d: _zip(d / "noopf.epub", {"META-INF/container.xml": '<container xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles><rootfile full-path="a.opf" media-type="application/oebps-package+xml"/></rootfiles></container>'}),
+     "noopf.epub: not a valid EPUB (the package document (OPF) is missing)"),
+])
+def test_unreadable_inputs(tmp_path, make, message):
+    path = make(tmp_path)
+    with pytest.raises(InputError) as err:
+        load_book(path)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_no_spine(tmp_path):
+    path = make_epub(tmp_path, {"a.xhtml": xhtml("<p>x</p>")}, nav=[("A", "a.xhtml")], spine=[])
+    path = _rewrite_spine_empty(path, tmp_path)
+    with pytest.raises(InputError, match=r"^book2\.epub: not a valid EPUB \(the package has no spine\)$"):
+        load_book(path)
+
+
+def _rewrite_spine_empty(path, folder):
+    out = folder / "book2.epub"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename.endswith(".opf"):
+                data = data.replace(b'<itemref idref="d0"/>', b"")
+            dst.writestr(info, data)
+    return out
+
+
+def test_missing_content_file_is_an_input_error(tmp_path):
+    path = make_epub(tmp_path, {"a.xhtml": xhtml("<p>x</p>")}, nav=[("A", "a.xhtml")])
+    out = tmp_path / "holes.epub"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            if not info.filename.endswith("a.xhtml"):
+                dst.writestr(info, src.read(info))
+    with pytest.raises(InputError, match=r"^holes\.epub: not a readable EPUB \(a file it lists is missing"):
+        load_book(out)
+
+
+# -- synthetic edge cases -----------------------------------------------------------------------
+
+
+def test_linear_no_items_are_skipped_and_reported(tmp_path):
+    docs = {"cover.xhtml": xhtml("<p>Cover words</p>", "Cover"), "a.xhtml": xhtml("<h1>One</h1><p>Body.</p>"),
+            "notes.xhtml": xhtml("<h1>Pop-up notes</h1><p>Note.</p>")}
+    path = make_epub(tmp_path, docs, nav=[("One", "a.xhtml")],
+                     spine=["cover.xhtml?nonlinear", "a.xhtml", "notes.xhtml?nonlinear"])
+    b = load_book(path)
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [("One", ["One", "Body."])]
+    assert [(s.title, s.reason) for s in b.skipped] == [
+        ("Cover", "non-linear spine item"),  # no heading: named by its <title>
+        ("Pop-up notes", "non-linear spine item")]
+
+
+def test_fragment_split_and_text_across_files(tmp_path):
+    docs = {"a.xhtml": xhtml('<h1 id="c1">One</h1><p>First.</p><h1 id="c2">Two</h1><p>Second.</p>'),
+            "b.xhtml": xhtml("<p>Two, continued.</p>"),
+            "c.xhtml": xhtml('<h1 id="c3">Three</h1><p>Third.</p>')}
+    path = make_epub(tmp_path, docs, nav=[("One", "a.xhtml#c1"), ("Two", "a.xhtml#c2"), ("Three", "c.xhtml#c3")])
+    b = load_book(path)
+    assert [(c.title, c.paragraphs, c.sources) for c in b.chapters] == [
+        ("One", ["One", "First."], ["a.xhtml#c1"]),
+        ("Two", ["Two", "Second.", "Two, continued."], ["a.xhtml#c2", "b.xhtml"]),
+        ("Three", ["Three", "Third."], ["c.xhtml#c3"]),
+    ]
+
+
+def test_text_before_first_toc_entry_is_kept(tmp_path):
+    docs = {"pre.xhtml": xhtml("<h2>Foreword</h2><p>Before everything.</p>"),
+            "a.xhtml": xhtml('<p>Still before.</p><h1 id="c1">One</h1><p>Body.</p>')}
+    b = load_book(make_epub(tmp_path, docs, nav=[("One", "a.xhtml#c1")]))
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [
+        ("Foreword", ["Foreword", "Before everything.", "Still before."]),
+        ("One", ["One", "Body."]),
+    ]
+    untitled = load_book(make_epub(tmp_path, {"a.xhtml": xhtml('<p>Opening.</p><h1 id="c1">One</h1><p>B.</p>')},
+                                   nav=[("One", "a.xhtml#c1")], title="My Book", name="t.epub"))
+    assert [c.title for c in untitled.chapters] == ["My Book", "One"]
+
+
+def test_nav_is_preferred_over_ncx(tmp_path):
+    docs = {"a.xhtml": xhtml('<h1 id="x">X</h1><p>x.</p><h1 id="y">Y</h1><p>y.</p>')}
+    both = make_epub(tmp_path, docs, nav=[("Nav X", "a.xhtml#x"), ("Nav Y", "a.xhtml#y")],
+                     ncx=[("NCX all", "a.xhtml")])
+    assert [c.title for c in load_book(both).chapters] == ["Nav X", "Nav Y"]
+    ncx_only = make_epub(tmp_path, docs, ncx=[("NCX X", "a.xhtml#x"), ("NCX Y", "a.xhtml#y")], name="e2.epub")
+    assert [c.title for c in load_book(ncx_only).chapters] == ["NCX X", "NCX Y"]
+
+
+def test_nested_dividers_prefix_titles_and_unlinked_spans(tmp_path):
+    docs = {"part.xhtml": xhtml("<h1>Part One</h1>"),
+            "c1.xhtml": xhtml("<h2>Chapter 1</h2><p>Text one.</p>"),
+            "c2.xhtml": xhtml("<h2>Chapter 2</h2><p>Text two.</p>"),
+            "intro.xhtml": xhtml("<h1>Part Two</h1><p>Part two has an introduction.</p>"),
+            "c3.xhtml": xhtml("<h2>Chapter 3</h2><p>Text three.</p>"),
+            "s.xhtml": xhtml("<h2>Story</h2><p>A story.</p>")}
+    nav = [("Part One", "part.xhtml", [("Chapter 1", "c1.xhtml"), ("Chapter 2", "c2.xhtml")]),
+           ("Part Two", "intro.xhtml", [("Chapter 3", "c3.xhtml")]),
+           ("An Author", None, [("Story", "s.xhtml")])]
+    b = load_book(make_epub(tmp_path, docs, nav=nav))
+    assert [(c.title, c.paragraphs[0]) for c in b.chapters] == [
+        ("Part One — Chapter 1", "Part One"),  # a heading-only part is read with its first chapter
+        ("Part One — Chapter 2", "Chapter 2"),
+        ("Part Two", "Part Two"),  # a part with its own text is a chapter and prefixes nothing
+        ("Chapter 3", "Chapter 3"),
+        ("An Author — Story", "Story"),
+    ]
+
+
+def test_noterefs_are_not_read(tmp_path):
+    body = ('<h1>One</h1><p>Said so<a epub:type="noteref" href="#n1">1</a> today'
+            '<a href="notes.xhtml#fn2" id="r2">2</a> and<sup><a href="#n3">[3]</a></sup> more.</p>'
+            '<aside epub:type="footnote" id="n1"><p>Pop-up note.</p></aside>')
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, nav=[("One", "a.xhtml")]))
+    assert b.chapters[0].paragraphs == ["One", "Said so today and more."]
+
+
+def test_skip_rules_by_type_landmark_and_title(tmp_path):
+    docs = {"cover.xhtml": xhtml('<img src="c.jpg" alt="Cover"/>'),
+            "copy.xhtml": xhtml("<p>All rights reserved.</p>", body_attrs=' epub:type="copyright-page"'),
+            "a.xhtml": xhtml("<h1>One</h1><p>Body.</p>"),
+            "idx.xhtml": xhtml("<h1>Index</h1><p>Apples, 3.</p>"),
+            "colo.xhtml": xhtml("<p>Set in type.</p>"),
+            "blank.xhtml": xhtml('<h1></h1><img src="pic.jpg" alt="A picture"/>')}
+    nav = [("Cover", "cover.xhtml"), ("Copyright", "copy.xhtml"), ("One", "a.xhtml"), ("Index", "idx.xhtml"),
+           ("About this edition", "colo.xhtml"), ("Plate", "blank.xhtml")]
+    jpeg = (b"\xff\xd8\xff\xe0" + b"0" * 2000, "image/jpeg", "cover-image")
+    b = load_book(make_epub(tmp_path, docs, nav=nav, landmarks=[("colophon", "colo.xhtml", "Colophon")],
+                            extra_items={"c.jpg": jpeg, "pic.jpg": (b"\xff\xd8" + b"1" * 10, "image/jpeg", "")}))
+    assert [c.title for c in b.chapters] == ["One"]
+    assert [(s.title, s.reason) for s in b.skipped] == [
+        ("Cover", "cover (title)"),
+        ("Copyright", "copyright page (epub:type)"),
+        ("Index", "index (title)"),
+        ("About this edition", "colophon (landmarks)"),
+        ("Plate", "no text (images only)"),
+    ]
+    assert b.cover.media_type == "image/jpeg" and b.cover.data.startswith(b"\xff\xd8\xff\xe0")
+
+
+def test_toc_without_usable_entries_falls_back_to_headings(tmp_path):
+    docs = {"a.xhtml": xhtml("<h2>First</h2><p>One.</p><h2>Second</h2><h3>Sub</h3><p>Two.</p>"
+                             '<h2 id="lic">Licence</h2><p>Legal.</p>')}
+    path = make_epub(tmp_path, docs, ncx=[("Copyright", "a.xhtml#lic")], title="Fallback")
+    b = load_book(path)
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [
+        ("First", ["First", "One."]), ("Second", ["Second", "Sub", "Two."])]
+    assert [(s.title, s.reason) for s in b.skipped] == [("Copyright", "copyright page (title)")]
+
+
+def test_metadata_isbn_roles_description_and_epub2_cover(tmp_path):
+    meta = ('<dc:creator opf:role="aut">Ann Author</dc:creator><dc:creator opf:role="trl">Tom Translator</dc:creator>'
+            '<dc:creator>Bea Second</dc:creator><dc:identifier>urn:isbn:978-0-306-40615-7</dc:identifier>'
+            '<dc:date opf:event="conversion">2020-01-01</dc:date><dc:date opf:event="publication">1851</dc:date>'
+            "<dc:description>&lt;p&gt;A &lt;i&gt;grand&lt;/i&gt; tale.&lt;/p&gt;</dc:description>"
+            '<dc:publisher>Pub</dc:publisher><meta name="cover" content="x0"/>')
+    png = (b"\x89PNG" + b"0" * 100, "image/png", "")
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml("<p>x</p>")}, ncx=[("A", "a.xhtml")], metadata=meta,
+                            extra_items={"cover.png": png}))
+    assert b.authors == ["Ann Author", "Bea Second"]
+    assert b.identifier == "978-0-306-40615-7"
+    assert b.date == "1851"
+    assert b.description == "A grand tale."
+    assert b.publisher == "Pub" and b.language == "en"
+    assert b.cover.media_type == "image/png" and b.cover.data == png[0]
+
+
+def test_svg_only_cover_is_none(tmp_path):
+    svg = (b'<svg xmlns="http://www.w3.org/2000/svg"><rect width="1" height="1"/></svg>', "image/svg+xml", "cover-image")
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml("<p>x</p>")}, nav=[("A", "a.xhtml")],
+                            extra_items={"cover.svg": svg}))
+    assert b.cover is None

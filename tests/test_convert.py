@@ -1,0 +1,179 @@
+"""The command end to end: the sample book and a corpus book become M4Bs a player reads right."""
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+import m4b_probe
+from cli_run import SAMPLE, SAMPLE_TITLES, epub2audio
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("EPUB2AUDIO_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def check_chapter_timeline(path, titles):
+    probe = m4b_probe.ffprobe(path)
+    chapters = m4b_probe.chapters(probe)
+    assert [c.title for c in chapters] == titles
+    starts = [c.start for c in chapters]
+    assert starts[0] == 0 and starts == sorted(set(starts))
+    assert all(a.end == b.start for a, b in zip(chapters, chapters[1:]))
+    assert chapters[-1].end == m4b_probe.audio_duration_samples(probe)  # exact, in samples
+    assert [t for _, t in m4b_probe.nero_chapters(path)] == titles  # the Nero chpl copy too
+    assert len(m4b_probe.qt_chapter_streams(probe)) == 1  # and the QuickTime chapter track
+    return probe
+
+
+@pytest.mark.slow
+def test_sample_book_becomes_a_tagged_m4b_with_chapters(tmp_path):
+    out = tmp_path / "aesop.m4b"
+    run = epub2audio(SAMPLE, "-o", out, "--progress", "json")
+    assert run.code == 0, run.stderr
+    probe = check_chapter_timeline(out, SAMPLE_TITLES)
+    tags = m4b_probe.format_tags(probe)
+    assert (tags["title"], tags["album"], tags["artist"], tags["album_artist"]) == (
+        "Three Fables of Aesop", "Three Fables of Aesop", "Aesop", "Aesop")
+    assert (tags["composer"], tags["genre"], tags["date"], tags["language"]) == (
+        "Joe (Piper en_US medium)", "Audiobook", "1867", "en")
+    mp4 = m4b_probe.mp4(out)
+    assert mp4.tags["stik"] == [2]
+    with zipfile.ZipFile(SAMPLE) as z:
+        assert bytes(mp4.tags["covr"][0]) == z.read("OEBPS/cover.png")
+    assert m4b_probe.loudness(out).true_peak_dbtp <= -1.0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["aesop.m4b", "cache"]
+    done = run.events("done")[0]
+    assert (done["chapters"], done["segments_rendered"]) == (4, 20)
+    assert [e["event"] for e in run.events()][:3] == ["voice", "book", "plan"]
+
+
+@pytest.mark.slow
+def test_two_chapters_of_a_corpus_book(tmp_path, corpus):
+    out = tmp_path / "waste-land.m4b"
+    run = epub2audio(corpus / "the-waste-land-poetry-notes-epub3.epub", "-o", out, "--chapters", "2,4")
+    assert run.code == 0, run.stderr
+    probe = check_chapter_timeline(out, ["I. THE BURIAL OF THE DEAD", "III. THE FIRE SERMON"])
+    tags = m4b_probe.format_tags(probe)
+    assert (tags["title"], tags["artist"], tags["genre"]) == ("The Waste Land", "T.S. Eliot", "Audiobook")
+    assert m4b_probe.mp4(out).tags["stik"] == [2]
+
+
+def test_the_broken_corpus_book_gives_one_line_and_exit_2(tmp_path, corpus):
+    out = tmp_path / "broken.m4b"
+    run = epub2audio(corpus / "broken-truncated-zip.epub", "-o", out)
+    assert run.code == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("epub2audio: error: broken-truncated-zip.epub: ")
+    assert "Traceback" not in run.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == [tmp_path / "cache"] or not out.exists()
+
+
+def _write(name, data):
+    def make(folder):
+        (folder / name).write_bytes(data)
+        return folder / name
+    return make
+
+
+def _folder(folder):
+    (folder / "folder.epub").mkdir()
+    return folder / "folder.epub"
+
+
+@pytest.mark.parametrize("make_input, problem", [
+    (_write("empty.epub", b""), "empty.epub"),
+    (_write("text.epub", b"just some text"), "text.epub"),
+    (lambda d: d / "missing.epub", "missing.epub"),
+    (_folder, "folder.epub"),
+])
+def test_unreadable_inputs_give_one_line_and_exit_2(tmp_path, make_input, problem):
+    book = make_input(tmp_path)
+    out = tmp_path / "out.m4b"
+    run = epub2audio(book, "-o", out)
+    assert run.code == 2, run.stderr
+    assert run.stderr.count("\n") == 1 and problem in run.stderr and "Traceback" not in run.stderr
+    assert not out.exists()
+
+
+def test_bad_options_exit_2(tmp_path):
+    run = epub2audio(SAMPLE, "-o", tmp_path / "x.m4b", "--chapters", "9")
+    assert (run.code, run.stderr.strip()) == (
+        2, "epub2audio: error: aesop-three-fables.epub: there is no chapter 9 (the book has 4)")
+    run = epub2audio(SAMPLE, "-o", tmp_path / "x.m4b", "--chapters", "3-1")
+    assert run.code == 2 and "'3-1' is not a valid range" in run.stderr
+    run = epub2audio(SAMPLE, "-o", tmp_path / "x.mp3")
+    assert run.code == 2 and "must be an .m4b file" in run.stderr
+    run = epub2audio(SAMPLE, "--voice", "nobody")
+    assert run.code == 2 and "unknown voice 'nobody'" in run.stderr
+    assert not list(tmp_path.glob("*.m4b"))
+
+
+def test_json_mode_reports_errors_as_an_event(tmp_path, corpus):
+    run = epub2audio(corpus / "broken-truncated-zip.epub", "-o", tmp_path / "b.m4b", "--progress", "json")
+    [event] = run.events("error")
+    assert event["exit_code"] == 2 and event["message"].startswith("broken-truncated-zip.epub: ")
+
+
+def test_list_chapters_prints_titles_and_skips(tmp_path):
+    run = epub2audio(SAMPLE, "--list-chapters")
+    assert run.code == 0
+    lines = run.stdout.splitlines()
+    assert lines[0] == "Three Fables of Aesop — Aesop [en]"
+    rows = [line.split() for line in lines[2:6]]
+    assert [r[0].strip() for r in rows] == ["1", "2", "3", "4"]
+    for title in SAMPLE_TITLES:
+        assert any(title in line for line in lines[2:6])
+    assert lines[6].startswith("Total: 4 chapters, 1,828 characters")
+    assert lines[7:] == ["Skipped:", "  - Cover: non-linear spine item", "  - Copyright: copyright page (epub:type)"]
+
+
+BLOCKER = """
+import sys
+BANNED = ("torch", "onnxruntime", "mlx", "piper", "transformers")
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BANNED:
+            raise ImportError("the parent process must not import " + name)
+sys.meta_path.insert(0, Refuse())
+from epub2audio.cli import main
+code = main(sys.argv[1:])
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in BANNED)
+print("LOADED", loaded)
+sys.exit(code)
+"""
+
+
+@pytest.mark.slow
+def test_the_parent_never_imports_model_runtimes(tmp_path):
+    """A whole conversion with the real voice, with torch/onnxruntime/mlx imports made fatal."""
+    out = tmp_path / "a.m4b"
+    proc = subprocess.run([sys.executable, "-c", BLOCKER, str(SAMPLE), "-o", str(out), "--chapters", "2"],
+                          capture_output=True, text=True, env={**os.environ}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "LOADED []" in proc.stdout
+    assert m4b_probe.chapters(m4b_probe.ffprobe(out))[0].title == "The Fox and the Grapes"
+
+
+@pytest.mark.parametrize("name", sorted(__import__("corpus_expectations").BOOKS))
+def test_list_chapters_of_every_corpus_book(corpus, name):
+    from corpus_expectations import BOOKS
+
+    expect = BOOKS[name]
+    run = epub2audio(corpus / name, "--list-chapters", "--progress", "json")
+    assert run.code == 0, run.stderr
+    listing = json.loads(run.stdout)
+    titles = [c["title"] for c in listing["chapters"]]
+    assert [c["number"] for c in listing["chapters"]] == list(range(1, len(titles) + 1))
+    if "titles" in expect:
+        assert titles == expect["titles"]
+    else:
+        assert len(titles) == expect["chapter_count"]
+        assert titles[: len(expect["first_titles"])] == expect["first_titles"]
+        assert titles[-len(expect["last_titles"]):] == expect["last_titles"]
+    assert [(s["title"], s["reason"]) for s in listing["skipped"]] == expect["skipped"]
+    assert all(c["characters"] > 0 for c in listing["chapters"])
