@@ -26,6 +26,7 @@ system-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  need=""; \
 	  command -v ffprobe >/dev/null || need="$$need ffmpeg"; \
+	  command -v calibre-debug >/dev/null || need="$$need calibre"; \
 	  if [ -n "$$need" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need >/dev/null; fi; \
 	fi
 

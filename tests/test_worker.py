@@ -73,7 +73,7 @@ def test_segment_fails_with_its_reason_after_bounded_retries(faults):
     faults("crash_on=always")
     s = Supervisor(TONE, WorkerPolicy(retries=2, request_timeout=20))
     try:
-        with pytest.raises(SegmentFailed, match="worker exited with exit code 9"):
+        with pytest.raises(SegmentFailed, match=r"worker exited with exit code 9 while synthesising \(3 attempts\)"):
             s.synthesize("this always crashes", 1)
         assert s.stats.spawned == 3  # the first attempt and two retries, each on a fresh worker
     finally:

@@ -96,6 +96,10 @@ def apply_metadata(book: Book, overrides: dict) -> Book:
     from .book.model import Cover
 
     fields = {k: v for k, v in overrides.items() if k in Book.__dataclass_fields__ and k != "cover" and v}
+    if overrides.get("isbn"):  # the M4B's ISBN tag is read from the identifier
+        fields["identifier"] = f"urn:isbn:{overrides['isbn']}"
+    if isinstance(fields.get("authors"), str):
+        fields["authors"] = [fields["authors"]]
     book = replace(book, **fields)
     cover_path = overrides.get("cover")
     if cover_path:

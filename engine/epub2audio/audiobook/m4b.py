@@ -123,6 +123,8 @@ def tags_for_book(book: Book, narrator: str) -> Tags:
         language=book.language.strip(),
         publisher=book.publisher.strip(),
         isbn=_isbn(book.identifier),
+        series=book.series.strip(),
+        series_index=book.series_index.strip(),
     )
 
 

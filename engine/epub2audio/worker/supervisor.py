@@ -178,7 +178,18 @@ class Supervisor:
 
     @property
     def details(self) -> VoiceDetails:
-        return self._ensure_worker().details
+        """What the worker loaded (starting one if needed, with the same retries as a request)."""
+        reasons = []
+        for _attempt in range(self.policy.retries + 1):
+            try:
+                return self._ensure_worker().details
+            except WorkerDied as error:
+                if self.stopping:
+                    raise Stopped() from None
+                reasons.append(str(error))
+                self.stats.died += 1
+                self._drop_worker(kill=True)
+        raise VoiceLoadFailed("; ".join(reasons))
 
     def _ensure_worker(self) -> Worker:
         with self._lock:
@@ -194,9 +205,9 @@ class Supervisor:
         """PCM for one segment, retrying on fresh workers; raises SegmentFailed at the end."""
         reasons = []
         for _attempt in range(self.policy.retries + 1):
-            worker = self._ensure_worker()
             self._next_id += 1
             try:
+                worker = self._ensure_worker()  # a worker can die while loading, too
                 pcm, header = worker.synthesize(self._next_id, text, seed, self.policy.request_timeout)
             except WorkerDied as error:
                 if self.stopping:
@@ -210,7 +221,7 @@ class Supervisor:
                 continue
             self._after_success(worker)
             return pcm, header["seconds"], worker.details
-        raise SegmentFailed("; ".join(reasons))
+        raise SegmentFailed(f"{'; '.join(dict.fromkeys(reasons))} ({len(reasons)} attempts)")
 
     def _after_success(self, worker: Worker) -> None:
         memory = worker.memory

@@ -1,0 +1,168 @@
+"""Crash safety: killed workers, a killed command, Ctrl-C, recycling and parallel workers never
+change a byte of the audiobook, and a rerun recomputes only what was not finished."""
+
+import hashlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cli_run import THREE_CHAPTERS, epub2audio, story_epub
+from epub2audio.progress import Progress
+from epub2audio.render import ConvertOptions, convert
+from epub2audio.worker.supervisor import WorkerPolicy
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("EPUB2AUDIO_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory):
+    return story_epub(tmp_path_factory.mktemp("book"), THREE_CHAPTERS)
+
+
+@pytest.fixture(scope="module")
+def reference(book, tmp_path_factory):
+    """The uninterrupted conversion every other run must equal, byte for byte."""
+    folder = tmp_path_factory.mktemp("reference")
+    out = folder / "story.m4b"
+    env = {**os.environ, "EPUB2AUDIO_CACHE_DIR": str(folder / "cache")}
+    run = epub2audio(book, "-o", out, env=env)
+    assert run.code == 0, run.stderr
+    return sha(out)
+
+
+def worker_pids() -> list[int]:
+    pids = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for pid in map(int, children):
+            try:
+                if b"epub2audio.worker.child" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    pids.append(pid)
+            except OSError:
+                pass
+    return pids
+
+
+def test_killing_workers_at_random_points_changes_no_byte(book, reference, tmp_path):
+    out = tmp_path / "story.m4b"
+    kills, stop = [], threading.Event()
+    chance = random.Random(7)
+
+    def killer():
+        while not stop.is_set() and len(kills) < 5:
+            time.sleep(chance.uniform(0.2, 1.2))
+            for pid in worker_pids():
+                os.kill(pid, signal.SIGKILL)
+                kills.append(pid)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    try:
+        result = convert(book, out, ConvertOptions(policy=WorkerPolicy(retries=8)), Progress())
+    finally:
+        stop.set()
+        thread.join()
+    assert len(kills) >= 3, "the killer should have hit several workers"
+    assert result.segments == 12  # 3 headings and 9 sentences
+    assert sha(out) == reference
+
+
+def test_killing_the_command_mid_book_resumes_with_only_in_flight_work_redone(book, reference, tmp_path):
+    out = tmp_path / "story.m4b"
+    proc = subprocess.Popen([sys.executable, "-m", "epub2audio.cli", str(book), "-o", str(out),
+                             "--progress", "json"], stdout=subprocess.PIPE, text=True)
+    seen = 0
+    for line in proc.stdout:
+        if '"event": "segment"' in line:
+            seen += 1
+            if seen == 4:
+                proc.kill()
+                break
+    proc.wait()
+    assert not out.exists() and not list(tmp_path.glob("*.m4b"))
+
+    run = epub2audio(book, "-o", out, "--progress", "json")
+    assert run.code == 0, run.stderr
+    [plan] = run.events("plan")
+    assert plan["total"] == 12
+    # At most the one segment the single worker had in flight is done again.
+    assert plan["cached"] >= seen and plan["to_render"] == 12 - plan["cached"]
+    assert sha(out) == reference
+
+
+def test_ctrl_c_leaves_a_resumable_job_and_no_partial_m4b(book, reference, tmp_path):
+    out = tmp_path / "story.m4b"
+    proc = subprocess.Popen([sys.executable, "-m", "epub2audio.cli", str(book), "-o", str(out),
+                             "--progress", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        if '"event": "segment"' in line:
+            proc.send_signal(signal.SIGINT)
+            break
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "run the same command again to resume" in stderr
+    assert not out.exists()
+    run = epub2audio(book, "-o", out, "--progress", "json")
+    assert run.code == 0 and run.events("plan")[0]["cached"] >= 1
+    assert sha(out) == reference
+
+
+def test_forced_recycling_changes_no_byte(book, reference, tmp_path):
+    out = tmp_path / "story.m4b"
+    env = {**os.environ, "EPUB2AUDIO_MAX_REQUESTS_PER_WORKER": "2"}
+    run = epub2audio(book, "-o", out, env=env)
+    assert run.code == 0, run.stderr
+    assert sha(out) == reference
+
+
+def test_two_workers_give_the_same_bytes_as_one(book, reference, tmp_path):
+    out = tmp_path / "story.m4b"
+    run = epub2audio(book, "-o", out, "--workers", "2")
+    assert run.code == 0, run.stderr
+    assert sha(out) == reference
+
+
+def test_an_edited_book_re_renders_only_the_changed_sentences(tmp_path):
+    original = story_epub(tmp_path, THREE_CHAPTERS, name="v1.epub")
+    edited_chapters = [list(c) for c in THREE_CHAPTERS]
+    edited_chapters[1] = ("Two", ["By noon the fog had gone. The boats came out.", "A bell rang twice."])
+    edited = story_epub(tmp_path, edited_chapters, name="v2.epub")
+    out = tmp_path / "story.m4b"
+    assert epub2audio(original, "-o", out, "--voice", "tone").code == 0
+    run = epub2audio(edited, "-o", out, "--voice", "tone", "--progress", "json")
+    assert run.code == 0
+    [plan] = run.events("plan")
+    assert (plan["total"], plan["to_render"]) == (12, 1)  # only "By noon the fog had gone."
+
+
+def test_a_segment_that_keeps_failing_fails_the_job_clearly_and_keeps_the_rest(tmp_path):
+    book = story_epub(tmp_path, THREE_CHAPTERS)
+    out = tmp_path / "story.m4b"
+    env = {**os.environ, "EPUB2AUDIO_FAULTS": "crash_on=bell rang"}
+    run = epub2audio(book, "-o", out, "--voice", "tone", "--progress", "json", env=env)
+    assert run.code == 1
+    assert run.stderr.strip() == (
+        "epub2audio: error: 1 segment(s) failed, e.g. chapter 2 segment 4: worker exited with exit code 9 "
+        "while synthesising (3 attempts). Finished segments are kept; rerun to retry.")
+    assert not out.exists()
+    run = epub2audio(book, "-o", out, "--voice", "tone", "--progress", "json")
+    assert run.code == 0 and run.events("plan")[0]["to_render"] == 1
