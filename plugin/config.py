@@ -1,0 +1,98 @@
+"""The settings page (Preferences → Plugins → epub2audio → Customize plugin)."""
+
+import os
+
+from qt.core import (QCheckBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton,
+                     QSpinBox, QVBoxLayout, QWidget)
+
+from calibre_plugins.epub2audio.prefs import prefs
+
+
+class PathRow(QWidget):
+    """A line edit with a Browse… button."""
+
+    def __init__(self, text, placeholder, pick_folder, parent=None):
+        super().__init__(parent)
+        self.pick_folder = pick_folder
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.edit = QLineEdit(text, self)
+        self.edit.setPlaceholderText(placeholder)
+        self.edit.setClearButtonEnabled(True)
+        layout.addWidget(self.edit, stretch=1)
+        button = QPushButton('Browse…', self)
+        button.clicked.connect(self.browse)
+        layout.addWidget(button)
+
+    def browse(self):
+        start = os.path.dirname(self.text()) if self.text() else os.path.expanduser('~')
+        if self.pick_folder:
+            path = QFileDialog.getExistingDirectory(self, 'Choose a folder', self.text() or start)
+        else:
+            path, _filter = QFileDialog.getOpenFileName(self, 'Choose the epub2audio program', start)
+        if path:
+            self.edit.setText(os.path.normpath(path))
+
+    def text(self):
+        return self.edit.text().strip()
+
+
+class ConfigWidget(QWidget):
+
+    def __init__(self):
+        super().__init__()
+        layout = QVBoxLayout(self)
+        intro = QLabel(
+            'epub2audio reads each selected book\'s EPUB aloud on this computer and adds the result to the '
+            'book as an M4B audiobook (with chapters and calibre\'s metadata and cover). A conversion can be '
+            'stopped in the Jobs list; converting the book again resumes it.', self)
+        intro.setWordWrap(True)
+        layout.addWidget(intro)
+        form = QFormLayout()
+        layout.addLayout(form)
+
+        self.engine_path = PathRow(prefs['engine_path'], 'search PATH, ~/.local/bin and ~/.venvs/epub2audio/bin',
+                                   pick_folder=False, parent=self)
+        self.engine_path.setToolTip('The epub2audio program, e.g. ~/.venvs/epub2audio/bin/epub2audio')
+        form.addRow('epub2audio &program:', self.engine_path)
+
+        self.voice = QLineEdit(prefs['voice'], self)
+        self.voice.setPlaceholderText('joe (the default voice)')
+        self.voice.setToolTip('The voice name passed to epub2audio --voice ("tone" is a quick test voice)')
+        form.addRow('&Voice:', self.voice)
+
+        self.chapters = QLineEdit(prefs['chapters'], self)
+        self.chapters.setPlaceholderText('all chapters')
+        self.chapters.setToolTip('Only these chapters, e.g. 1-3,7 (numbers as shown by epub2audio --list-chapters)')
+        form.addRow('&Chapters:', self.chapters)
+
+        self.copy_to_folder = PathRow(prefs['copy_to_folder'], 'do not copy', pick_folder=True, parent=self)
+        self.copy_to_folder.setToolTip('Also save a copy of each finished audiobook in this folder')
+        form.addRow('Also save &to folder:', self.copy_to_folder)
+
+        self.max_concurrent = QSpinBox(self)
+        self.max_concurrent.setRange(1, 8)
+        self.max_concurrent.setValue(int(prefs['max_concurrent'] or 1))
+        self.max_concurrent.setToolTip('Books converted at the same time; each conversion keeps the CPU busy')
+        form.addRow('Books at the &same time:', self.max_concurrent)
+
+        self.keep_job_files = QCheckBox('&Keep the rendered speech after a conversion (uses disk space)', self)
+        self.keep_job_files.setChecked(bool(prefs['keep_job_files']))
+        layout.addWidget(self.keep_job_files)
+        layout.addStretch(1)
+
+    def validate(self):
+        path = self.engine_path.text()
+        if path and not os.path.isfile(os.path.expanduser(path)):
+            from calibre.gui2 import error_dialog
+            error_dialog(self, 'epub2audio not found', f'There is no file at {path}.', show=True)
+            return False
+        return True
+
+    def save_settings(self):
+        prefs['engine_path'] = self.engine_path.text()
+        prefs['voice'] = self.voice.text().strip()
+        prefs['chapters'] = ''.join(self.chapters.text().split())
+        prefs['copy_to_folder'] = self.copy_to_folder.text()
+        prefs['max_concurrent'] = int(self.max_concurrent.value())
+        prefs['keep_job_files'] = bool(self.keep_job_files.isChecked())

@@ -1,0 +1,20 @@
+"""The plugin's settings, stored by calibre in <config dir>/plugins/epub2audio.json. No Qt here,
+so calibre's command line tools (and tests run with calibre-debug -e) can read them too."""
+
+from calibre.utils.config import JSONConfig
+
+prefs = JSONConfig('plugins/epub2audio')
+
+# The epub2audio program to run (absolute path). Empty: look for it on PATH and in the usual
+# install places (~/.local/bin, ~/.venvs/epub2audio/bin, pipx).
+prefs.defaults['engine_path'] = ''
+# The voice name passed as --voice; empty means the engine's own default (joe).
+prefs.defaults['voice'] = ''
+# Only these chapters (epub2audio --chapters syntax, e.g. "1-3,7"); empty means the whole book.
+prefs.defaults['chapters'] = ''
+# Also save a copy of every finished audiobook in this folder; empty means do not.
+prefs.defaults['copy_to_folder'] = ''
+# Keep the engine's job folder (rendered segments) after a successful conversion.
+prefs.defaults['keep_job_files'] = False
+# How many books are converted at the same time (each engine uses the CPU fully).
+prefs.defaults['max_concurrent'] = 1

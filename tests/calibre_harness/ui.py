@@ -1,0 +1,135 @@
+"""The harness action: select the book, trigger "Convert to audiobook", wait for the jobs, write a
+JSON report, quit calibre. Controlled by environment variables:
+
+EPUB2AUDIO_HARNESS_OUT      where to write the report (unset: the harness does nothing)
+EPUB2AUDIO_HARNESS_BOOKS    comma-separated book ids to select (default: all books)
+EPUB2AUDIO_HARNESS_TIMEOUT  seconds to wait for the jobs (default 240)
+EPUB2AUDIO_HARNESS_MODE     "convert" (default); "quit-while-running": quit calibre as soon as the
+                            engine runs (closing calibre must stop it); "kill-while-running": stop
+                            the job as the Jobs list does, once the engine runs
+"""
+
+import json
+import os
+import time
+import traceback
+
+from qt.core import QTimer
+
+from calibre.gui2.actions import InterfaceAction
+
+ACTION = 'Convert to audiobook'
+
+
+class HarnessAction(InterfaceAction):
+    name = 'epub2audio test harness'
+    action_spec = ('epub2audio test harness', None, None, None)
+    dont_add_to = InterfaceAction.all_locations  # invisible: tests only
+
+    def genesis(self):
+        self.out = os.environ.get('EPUB2AUDIO_HARNESS_OUT')
+        self.report = {'harness_loaded': True}
+
+    def initialization_complete(self):
+        if self.out:
+            QTimer.singleShot(300, self.start)
+
+    def start(self):
+        try:
+            report = self.report
+            report['mode'] = mode = os.environ.get('EPUB2AUDIO_HARNESS_MODE', 'convert')
+            report['action_loaded'] = ACTION in self.gui.iactions
+            db = self.gui.current_db.new_api
+            report['books'] = sorted(db.all_book_ids())
+            if not report['action_loaded']:
+                return self.finish()
+            wanted = os.environ.get('EPUB2AUDIO_HARNESS_BOOKS')
+            view = self.gui.library_view
+            if wanted:
+                view.select_rows([int(x) for x in wanted.split(',')])
+            else:
+                view.selectAll()
+            report['selected'] = sorted(view.get_selected_ids())
+            action = self.gui.iactions[ACTION]
+            report['action_text'] = action.qaction.text()
+            report['action_icon'] = not action.qaction.icon().isNull()
+            self.jobs_before = set(self.gui.job_manager.jobs)
+            action.qaction.trigger()
+            self.deadline = time.monotonic() + float(os.environ.get('EPUB2AUDIO_HARNESS_TIMEOUT', '240'))
+            self.settle = 0
+            first = {'quit-while-running': self.quit_when_running, 'kill-while-running': self.kill_when_running}
+            QTimer.singleShot(200, first.get(mode, self.poll))
+        except Exception:
+            self.report['error'] = traceback.format_exc()
+            self.finish()
+
+    def our_jobs(self):
+        return [j for j in self.gui.job_manager.jobs if j not in self.jobs_before]
+
+    def poll(self):
+        try:
+            jobs = self.our_jobs()
+            action = self.gui.iactions[ACTION]
+            done = bool(jobs) and all(j.is_finished for j in jobs) and not action.jobs  # callbacks ran too
+            if done:
+                self.settle += 1  # let the Dispatcher callback run on the GUI thread
+            if self.settle >= 5 or time.monotonic() > self.deadline:
+                self.report['timed_out'] = not done
+                return self.finish()
+            QTimer.singleShot(200, self.poll)
+        except Exception:
+            self.report['error'] = traceback.format_exc()
+            self.finish()
+
+    def quit_when_running(self):
+        action = self.gui.iactions[ACTION]
+        with action.lock:
+            pids = [p.pid for p in action.processes.values()]
+        if pids or time.monotonic() > self.deadline:
+            time.sleep(0.5)
+            self.report['engine_pids'] = pids
+            return self.finish()
+        QTimer.singleShot(100, self.quit_when_running)
+
+    def kill_when_running(self):
+        action = self.gui.iactions[ACTION]
+        with action.lock:
+            pids = [p.pid for p in action.processes.values()]
+        if pids or time.monotonic() > self.deadline:
+            time.sleep(0.5)
+            self.report['engine_pids'] = pids
+            for job in self.our_jobs():
+                self.gui.job_manager.threaded_server.kill_job(job)  # what the Jobs list's Stop does
+            return QTimer.singleShot(200, self.poll)
+        QTimer.singleShot(100, self.kill_when_running)
+
+    def finish(self):
+        report = self.report
+        try:
+            db = self.gui.current_db.new_api
+            report['formats'] = {str(i): sorted(db.formats(i) or ()) for i in db.all_book_ids()}
+            report['m4b_paths'] = {str(i): db.format_abspath(i, 'M4B') for i in db.all_book_ids()
+                                   if db.has_format(i, 'M4B')}
+            jobs = []
+            for job in self.our_jobs() if hasattr(self, 'jobs_before') else []:
+                try:
+                    details = job.details
+                except Exception:
+                    details = ''
+                jobs.append({
+                    'description': job.description, 'failed': bool(job.failed), 'killed': bool(job.killed),
+                    'finished': bool(job.is_finished), 'percent': job.percent,
+                    'exception': None if job.exception is None else str(job.exception),
+                    'exception_type': None if job.exception is None else type(job.exception).__name__,
+                    'details_tail': (details or '')[-3000:],
+                })
+            report['jobs'] = jobs
+            action = self.gui.iactions.get(ACTION)
+            if action is not None:
+                report['plugin_jobs_pending'] = len(action.jobs)  # 0 once every callback ran
+        except Exception:
+            report['finish_error'] = traceback.format_exc()
+        with open(self.out + '.tmp', 'w', encoding='utf-8') as f:
+            json.dump(report, f, indent=2, default=str)
+        os.replace(self.out + '.tmp', self.out)
+        self.gui.quit(confirm_quit=False)
