@@ -166,3 +166,17 @@ def test_a_segment_that_keeps_failing_fails_the_job_clearly_and_keeps_the_rest(t
     assert not out.exists()
     run = epub2audio(book, "-o", out, "--voice", "tone", "--progress", "json")
     assert run.code == 0 and run.events("plan")[0]["to_render"] == 1
+
+
+def test_regen_remakes_one_segment_byte_identically(book, reference, tmp_path):
+    out = tmp_path / "story.m4b"
+    assert epub2audio(book, "-o", out).code == 0
+    run = epub2audio("regen", out, "--segment", "2.3")
+    assert run.code == 0, run.stderr
+    assert run.stdout.strip() == (f"Segment 2.3 ('The boats came out.') re-made: identical to the stored audio. "
+                                  f"Wrote {out}")
+    assert sha(out) == reference
+    run = epub2audio("regen", out, "--segment", "2.9")
+    assert (run.code, run.stderr.strip()) == (2, f"epub2audio: error: {out}: the job has no segment 9 in chapter 2")
+    run = epub2audio("regen", tmp_path / "other.m4b", "--segment", "1.1")
+    assert run.code == 2 and "no conversion job found" in run.stderr

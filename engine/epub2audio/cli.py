@@ -45,6 +45,31 @@ def convert_parser() -> argparse.ArgumentParser:
     return p
 
 
+def regen_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="epub2audio regen",
+                description="Re-make one segment of a finished or interrupted job with its own seed, then the M4B.")
+    p.add_argument("output", type=Path, help="the M4B the job makes")
+    p.add_argument("--segment", required=True, metavar="CHAPTER.SEGMENT",
+                   help="e.g. 3.17: segment 17 of chapter 3 (chapter numbers as in --list-chapters)")
+    p.add_argument("--work-dir", type=Path, help="the job folder, if it was given to the conversion")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def run_regen(args: argparse.Namespace) -> int:
+    from .config import load_config, worker_policy
+    from .render import regen
+
+    chapter, dot, segment = args.segment.partition(".")
+    if not (dot and chapter.isdigit() and segment.isdigit() and int(chapter) > 0 and int(segment) > 0):
+        raise InputError(f"--segment: {args.segment!r} is not CHAPTER.SEGMENT, e.g. 3.17")
+    result = regen(args.output, int(chapter) - 1, int(segment) - 1, work_dir=args.work_dir,
+                   policy=worker_policy(load_config()))
+    verdict = "identical to" if result.identical else "DIFFERENT from"
+    print(f"Segment {args.segment} ({result.text!r}) re-made: {verdict} the stored audio. Wrote {args.output}")
+    return EXIT_OK
+
+
 def parse_chapter_list(spec: str) -> list[int]:
     """'1-3,7' → [0, 1, 2, 6] (0-based)."""
     chosen = []
@@ -168,8 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     json_mode = "--progress" in argv and argv[argv.index("--progress") + 1 : argv.index("--progress") + 2] == ["json"]
     debug = "--debug" in argv
     try:
-        args = convert_parser().parse_args(argv)
-        return run_convert(args)
+        if argv[:1] == ["regen"]:
+            return run_regen(regen_parser().parse_args(argv[1:]))
+        return run_convert(convert_parser().parse_args(argv))
     except InputError as error:
         return _fail(EXIT_BAD_INPUT, str(error), json_mode)
     except JobFailed as error:

@@ -262,3 +262,46 @@ def assemble(store: SegmentStore, book: Book, out_path: Path, details: VoiceDeta
         audio.parts.append(pause_ms * details.sample_rate // 1000)
     tags = tags_for_book(book, narrator=details.narrator)
     return write_m4b(out_path, list(chapters.values()), tags, book.cover, details.sample_rate)
+
+
+@dataclass
+class RegenResult:
+    text: str
+    identical: bool  # the new audio equals what the store held
+
+
+def regen(out_path: Path, chapter: int, index: int, *, work_dir: Path | None = None,
+          policy: WorkerPolicy | None = None, voice_options: dict | None = None) -> RegenResult:
+    """Re-make one stored segment (chapter and index 0-based) with its own seed, then the M4B.
+
+    The seed is the segment's, so a healthy voice gives the same bytes again; a different result
+    means the voice, its model or the machine's numerics changed since the job ran."""
+    work_dir = Path(work_dir or job_dir_for(out_path))
+    if not (work_dir / "job.sqlite3").exists():
+        raise InputError(f"{out_path}: no conversion job found for this output (looked in {work_dir})")
+    store = SegmentStore(work_dir)
+    keys = {(c, i): k for c, i, k, _ in store.plan()}
+    key = keys.get((chapter, index))
+    if key is None:
+        raise InputError(f"{out_path}: the job has no segment {index + 1} in chapter {chapter + 1}")
+    row = store.segment_row(key)
+    if row is None:
+        raise InputError(f"{out_path}: segment {chapter + 1}.{index + 1} was never rendered; rerun the conversion")
+    old = store.audio_path(key).read_bytes() if store.audio_path(key).exists() else b""
+    segment = PlannedSegment(chapter, index, key, row["text"], row["seed"], 0)
+    pool = WorkerPool(row["voice"], voice_options or {}, 1, 1, policy or WorkerPolicy(), work_dir / "worker.log")
+    try:
+        details = pool.details()
+        pcm, seconds, details = pool.supervisors[0].synthesize(segment.text, segment.seed)
+    except SegmentFailed as error:
+        raise JobFailed(f"segment {chapter + 1}.{index + 1} failed again: {error}") from None
+    finally:
+        pool.close()
+    if details.model_id != row["model_id"]:
+        raise JobFailed(f"the voice now loads model {details.model_id}, the job used {row['model_id']}")
+    store.record_done(segment, row["voice"], details, pcm, seconds)
+    identical = store.audio_path(key).read_bytes() == old
+    book = load_book(store.get_meta("book"))
+    assemble(store, book, Path(out_path), details)
+    store.close()
+    return RegenResult(row["text"], identical)

