@@ -19,8 +19,6 @@ from .errors import InputError, JobFailed
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 CHARS_PER_SECOND = 14.5  # the embedded voice's pace, pauses included (measured on the sample book)
 
-SUBCOMMANDS = ("regen",)
-
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's own exit code 2 is ours too
@@ -33,7 +31,8 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, help="the M4B to write (default: next to the book)")
     p.add_argument("--list-chapters", action="store_true", help="show the chapters and what is skipped, then stop")
     p.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1-3,7 (numbers from --list-chapters)")
-    p.add_argument("--voice", help="voice name (default: joe, the embedded voice)")
+    p.add_argument("--voice", help="joe (default, the embedded voice), tone, or a saved CosyVoice3 voice (see `epub2audio voice list`)")
+    p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     p.add_argument("--workers", type=int, help="worker processes rendering in parallel (default 1)")
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="progress display; json writes one event per line to stdout")
@@ -67,6 +66,38 @@ def run_regen(args: argparse.Namespace) -> int:
                    policy=worker_policy(load_config()))
     verdict = "identical to" if result.identical else "DIFFERENT from"
     print(f"Segment {args.segment} ({result.text!r}) re-made: {verdict} the stored audio. Wrote {args.output}")
+    return EXIT_OK
+
+
+def voice_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="epub2audio voice", description="Manage voices.")
+    sub = p.add_subparsers(dest="action", required=True)
+    add = sub.add_parser("add", help="make a CosyVoice3 voice from a short recording (3–30 s)")
+    add.add_argument("name")
+    add.add_argument("--wav", type=Path, required=True, help="the reference recording (≥16 kHz, ≤30 s)")
+    add.add_argument("--text", help="what the recording says (default: transcribed with the packaged Whisper)")
+    add.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder")
+    sub.add_parser("list", help="the voices you can use")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def run_voice(args: argparse.Namespace) -> int:
+    from .config import load_config
+    from .voices.catalog import BUILTIN, add_profile, saved_profiles
+
+    if args.action == "list":
+        for name, what in BUILTIN.items():
+            print(f"{name:<24} {what}")
+        for name in saved_profiles():
+            print(f"{'cosyvoice3:' + name:<24} CosyVoice3, cloned from a reference recording")
+        return EXIT_OK
+    model_dir = args.model_dir or load_config().get("cosyvoice3_model_dir")
+    if not model_dir:
+        raise InputError("voice add: say where Fun-CosyVoice3-0.5B is with --model-dir (or cosyvoice3_model_dir)")
+    result = add_profile(args.name, args.wav, args.text, Path(model_dir))
+    print(f"Saved voice cosyvoice3:{args.name} ({result['seconds']:.1f} s, {result['tokens']} speech tokens). "
+          f"Transcript: {result['transcript']!r}")
     return EXIT_OK
 
 
@@ -158,29 +189,29 @@ def run_convert(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.book.is_file():
         raise InputError(f"{args.book}: no such file")
+    from .voices.catalog import resolve
+
     config = load_config()
     output = args.output or args.book.with_suffix(".m4b")
+    workers = args.workers or int(config.get("workers", 1))
+    if workers < 1:
+        raise InputError("--workers must be at least 1")
+    voice = resolve(args.voice or config.get("voice", "joe"), config=config, model_dir=args.model_dir,
+                    workers=workers)
     options = ConvertOptions(
-        voice=args.voice or config.get("voice", "joe"),
+        voice=voice.name,
+        voice_options=voice.options,
+        threads_per_worker=voice.threads,
         chapters=parse_chapter_list(args.chapters) if args.chapters else None,
-        workers=args.workers or int(config.get("workers", 1)),
+        workers=workers,
         policy=worker_policy(config),
         metadata=_read_metadata(args.meta),
         work_dir=args.work_dir,
     )
-    if options.workers < 1:
-        raise InputError("--workers must be at least 1")
     if args.seed is not None:
         options.job_seed = args.seed
-    _check_voice(options.voice)
     convert(args.book, output, options, _progress_for(args.progress))
     return EXIT_OK
-
-
-def _check_voice(name: str) -> None:
-    if name in ("joe", "piper", "default", "tone"):
-        return
-    raise InputError(f"unknown voice {name!r} (available: joe, tone)")
 
 
 def _on_sigterm(signum, frame):
@@ -195,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[:1] == ["regen"]:
             return run_regen(regen_parser().parse_args(argv[1:]))
+        if argv[:1] == ["voice"]:
+            return run_voice(voice_parser().parse_args(argv[1:]))
         return run_convert(convert_parser().parse_args(argv))
     except InputError as error:
         return _fail(EXIT_BAD_INPUT, str(error), json_mode)

@@ -18,9 +18,10 @@ def load_voice(name: str, *, threads: int = 1, options: dict | None = None) -> V
 
         return tone.load()
     if name.startswith("cosyvoice3:"):
+        import torch
+
         from .cosyvoice3.voice import CosyVoice3Voice
 
-        return CosyVoice3Voice.load(
-            options["model_dir"], options["profile_dir"], threads=threads, **options.get("extra", {})
-        )
+        torch.set_num_threads(threads)
+        return CosyVoice3Voice.load(options["model_dir"], options["profile_dir"], **options.get("extra", {}))
     raise ValueError(f"unknown voice {name!r}")

@@ -1,0 +1,80 @@
+"""Which voices exist, as the parent sees them: names, saved CosyVoice3 profiles, and what a worker
+needs to load one. Nothing here imports a model runtime; making a profile runs in a child process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import data_dir
+from ..errors import InputError, JobFailed
+
+BUILTIN = {"joe": "Joe, the embedded Piper voice (en_US, 22.05 kHz)", "tone": "a test tone (checks the pipeline)"}
+ALIASES = {"piper": "joe", "default": "joe"}
+
+
+@dataclass
+class VoiceChoice:
+    name: str  # what the worker loads and the store records
+    options: dict = field(default_factory=dict)
+    threads: int = 1  # intra-op threads per worker
+
+
+def profiles_dir() -> Path:
+    return data_dir() / "voices"
+
+
+def saved_profiles() -> list[str]:
+    root = profiles_dir()
+    return sorted(p.name for p in root.iterdir() if (p / "profile.json").exists()) if root.is_dir() else []
+
+
+def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: int = 1,
+            extra: dict | None = None) -> VoiceChoice:
+    """`joe`, `tone`, `cosyvoice3:NAME` or a saved profile's bare NAME → what a worker loads."""
+    name = ALIASES.get(name, name)
+    if name in BUILTIN:
+        return VoiceChoice(name)
+    profile = name.split(":", 1)[1] if name.startswith("cosyvoice3:") else name
+    profile_dir = profiles_dir() / profile
+    if not (profile_dir / "profile.json").exists():
+        known = ", ".join(list(BUILTIN) + [f"cosyvoice3:{p}" for p in saved_profiles()])
+        raise InputError(f"unknown voice {name!r} (available: {known})")
+    model = model_dir or config.get("cosyvoice3_model_dir") or _recorded_model_dir(profile_dir)
+    if not model:
+        raise InputError(f"voice {profile!r}: say where Fun-CosyVoice3-0.5B is (--model-dir or cosyvoice3_model_dir)")
+    # torch uses every core it is given; share them between workers instead of oversubscribing.
+    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+    return VoiceChoice(f"cosyvoice3:{profile}", {"model_dir": str(model), "profile_dir": str(profile_dir),
+                                                 "extra": extra or {}}, threads)
+
+
+def _recorded_model_dir(profile_dir: Path) -> str | None:
+    try:
+        return json.loads((profile_dir / "model.json").read_text())["model_dir"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def add_profile(name: str, wav: Path, text: str | None, model_dir: Path) -> dict:
+    """Compute and store a CosyVoice3 voice profile (prompt tokens, mel, speaker embedding)."""
+    if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES:
+        raise InputError(f"{name!r} cannot be a voice name")
+    if not Path(wav).is_file():
+        raise InputError(f"{wav}: no such file")
+    request = {"name": name, "wav": str(Path(wav).resolve()), "text": text, "model_dir": str(model_dir),
+               "profile_dir": str(profiles_dir() / name)}
+    proc = subprocess.run([sys.executable, "-m", "epub2audio.voices.cosyvoice3.make_profile", json.dumps(request)],
+                          capture_output=True, text=True)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise JobFailed(f"making the voice profile failed: {(proc.stderr.strip().splitlines() or ['no output'])[-1]}")
+    result = json.loads(lines[-1])
+    if not result["ok"]:
+        raise (InputError if result["exit_code"] == 2 else JobFailed)(result["message"])
+    return result

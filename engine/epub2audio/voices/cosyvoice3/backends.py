@@ -1,0 +1,245 @@
+"""Which backend and precision run the CosyVoice3 LLM stage, and how the voice records it.
+
+Backend rule (`choose_llm_backend`): ``auto`` is MLX on Apple Silicon (Darwin arm64) and torch
+everywhere else; ``mlx`` / ``torch`` force one. The rule comes from measurement, with random
+full-size weights (Qwen2-0.5B shape + speech head), decoding after a 150-token prompt:
+
+    2-core x86 Linux, no GPU (shared/reference/cpu-performance.md; bench/llm.py reproduces it)
+        torch fp32   7.6 tok/s  LLM RTF 3.4      MLX fp32 (mlx-cpu)  2.35 tok/s  RTF 16.6
+        torch bf16  21.9 tok/s  RTF 1.5          MLX bf16 / fp16     2.1 / 0.85 tok/s
+        torch int8  31.4 tok/s  RTF 0.84         MLX int8 / int4     2.0 / 2.1 tok/s
+    MLX's Linux CPU build decodes 3-25x slower than torch on the same machine, at every
+    precision, so off Apple Silicon torch wins outright. MLX exists for Apple's unified-memory
+    GPU (Metal), which torch's CPU path cannot use and torch's MPS path is not validated for;
+    that is the platform the issue targets for MLX. (MLX fp32 with the system OpenBLAS
+    preloaded reaches ~7 tok/s on Linux, on par with torch fp32: a finding, not a configuration
+    we ship.) Apple numbers have not been measured here: run `bench/llm.py` on a Mac to confirm.
+
+Precisions: torch ``fp32`` (reference, bit-reproducible), ``bf16`` (every parameter bfloat16) and
+``int8`` (`torch.ao.quantization.quantize_dynamic`, per-output-channel int8 weights with int8
+dynamic activations, on the 7 projections of every Qwen2 layer; the text embedding, norms,
+`speech_embedding` and `llm_decoder` stay fp32). MLX: see `llm_mlx` (fp32, fp16, bf16, int8,
+int4). What a built LLM reports as `.precision` is read back from its modules/dtypes, never from
+the request.
+
+Recording convention (`describe_pipeline`, used for `VoiceInfo.backend` / `.precision`):
+
+    backend    the distinct backends of the stages in pipeline order (llm, flow, hift), joined
+               with "+": "torch" when every stage ran on torch, "mlx+torch" when the LLM ran on
+               MLX and flow + vocoder on torch.
+    precision  one name when every stage ran at it ("fp32"); otherwise each stage as
+               stage=precision in pipeline order, e.g. "llm=int8,flow=fp32,hift=fp32".
+               HiFT's f0 predictor runs in float64 as part of the fp32 reference recipe, and
+               counts as fp32.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import platform as _platform
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+from .llm import CosyVoice3LM, LLMArgs, NextLogp
+
+BACKEND_CHOICES = ("auto", "mlx", "torch")
+LLM_PRECISIONS: dict[str, tuple[str, ...]] = {
+    "torch": ("fp32", "bf16", "int8"),
+    "mlx": ("fp32", "fp16", "bf16", "int8", "int4"),
+}
+
+
+@dataclass(frozen=True)
+class PlatformInfo:
+    system: str  # platform.system(): "Darwin", "Linux", "Windows"
+    machine: str  # platform.machine(): "arm64", "x86_64", "aarch64", "AMD64"
+
+    @classmethod
+    def current(cls) -> PlatformInfo:
+        return cls(_platform.system(), _platform.machine())
+
+    @property
+    def apple_silicon(self) -> bool:
+        return self.system == "Darwin" and self.machine.lower() in ("arm64", "aarch64")
+
+
+def mlx_available() -> bool:
+    return importlib.util.find_spec("mlx") is not None and importlib.util.find_spec("mlx_lm") is not None
+
+
+def choose_llm_backend(
+    requested: str = "auto", platform: PlatformInfo | None = None, *, have_mlx: bool | None = None
+) -> str:
+    """"torch" or "mlx" for a request of "auto", "mlx" or "torch" (see the module docstring).
+
+    "auto" picks MLX on Apple Silicon only if mlx and mlx-lm are importable, else torch.
+    An explicit "mlx" without them is a ValueError.
+    """
+    if requested not in BACKEND_CHOICES:
+        raise ValueError(f"LLM backend must be one of {', '.join(BACKEND_CHOICES)}; got {requested!r}")
+    if requested == "torch":
+        return "torch"
+    have = mlx_available() if have_mlx is None else have_mlx
+    if requested == "mlx":
+        if not have:
+            raise ValueError("LLM backend 'mlx' needs the mlx and mlx-lm packages, which are not installed")
+        return "mlx"
+    platform = platform or PlatformInfo.current()
+    return "mlx" if platform.apple_silicon and have else "torch"
+
+
+def check_precision(backend: str, precision: str) -> None:
+    allowed = LLM_PRECISIONS.get(backend)
+    if allowed is None:
+        raise ValueError(f"unknown LLM backend {backend!r}")
+    if precision not in allowed:
+        raise ValueError(f"the {backend} LLM runs at {', '.join(allowed)}; not {precision!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# torch
+
+
+def _dynamic_linear_types() -> tuple[type, ...]:
+    import torch.ao.nn.quantized.dynamic as nnqd
+
+    return (nnqd.Linear,)
+
+
+_TORCH_DTYPES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.float64: "fp64"}
+
+
+def torch_module_precision(module: nn.Module) -> str:
+    """What a torch module runs at: "int8" if it holds dynamically quantised Linear layers,
+    else the floating dtype holding most of its parameters (so HiFT's small float64 f0
+    predictor does not make the fp32 vocoder "fp64")."""
+    if any(isinstance(m, _dynamic_linear_types()) for m in module.modules()):
+        return "int8"
+    counts: dict[torch.dtype, int] = {}
+    for p in module.parameters():
+        if p.is_floating_point():
+            counts[p.dtype] = counts.get(p.dtype, 0) + p.numel()
+    if not counts:
+        return "fp32"
+    dtype = max(counts, key=counts.get)
+    return _TORCH_DTYPES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def _quantize_int8_dynamic(model: CosyVoice3LM) -> None:
+    """int8 dynamic quantisation of every Linear inside the Qwen2 layers (not the speech head)."""
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    with warnings.catch_warnings():  # torch.ao.quantization is deprecated in favour of torchao
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*")
+        warnings.filterwarnings("ignore", message=".*quantized tensor creation.*")
+        for i, layer in enumerate(model.qwen2.layers):
+            model.qwen2.layers[i] = quantize_dynamic(
+                layer, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True
+            )
+
+
+class TorchSpeechLM:
+    """The torch LLM behind the backend seam; `precision` is read back from the modules."""
+
+    backend = "torch"
+
+    def __init__(self, model: CosyVoice3LM) -> None:
+        self.model = model
+
+    @property
+    def args(self) -> LLMArgs:
+        return self.model.args
+
+    @property
+    def precision(self) -> str:
+        layers = self.model.qwen2.layers
+        qtypes = _dynamic_linear_types()
+        linears = [m for m in layers.modules() if isinstance(m, (nn.Linear, *qtypes))]
+        quantised = [m for m in linears if isinstance(m, qtypes)]
+        if quantised:
+            return "int8" if len(quantised) == len(linears) else "mixed"
+        return torch_module_precision(self.model)
+
+    def start_decoding(self, text_ids: Sequence[int], prompt_speech_tokens: Sequence[int]) -> NextLogp:
+        return self.model.start_decoding(text_ids, prompt_speech_tokens)
+
+
+def build_torch_llm(config_json: dict, state_dict: dict, precision: str = "fp32") -> TorchSpeechLM:
+    check_precision("torch", precision)
+    model = CosyVoice3LM.from_checkpoint(config_json, state_dict)  # adopts the fp32 tensors
+    if precision == "bf16":
+        model.to(torch.bfloat16)
+    elif precision == "int8":
+        _quantize_int8_dynamic(model)
+    return TorchSpeechLM(model)
+
+
+# ---------------------------------------------------------------------------------------------
+# either
+
+
+class SpeechLM(Protocol):
+    backend: str
+    args: LLMArgs
+
+    @property
+    def precision(self) -> str: ...
+
+    def start_decoding(self, text_ids: Sequence[int], prompt_speech_tokens: Sequence[int]) -> NextLogp: ...
+
+
+def build_llm(
+    checkpoint: Any,
+    backend: str = "auto",
+    precision: str = "fp32",
+    *,
+    platform: PlatformInfo | None = None,
+    cache_root: Any = None,
+) -> SpeechLM:
+    """The LLM stage of `checkpoint` (a `checkpoint.Checkpoint`) on a backend at a precision.
+
+    For MLX this converts llm.pt once per (model_id, precision) into the MLX cache, then empties
+    `checkpoint.llm_state_dict` (the memory-mapped torch tensors) *before* building the MLX
+    model, so the process never holds both copies. For torch the model adopts those tensors
+    (fp32) or replaces them (bf16, int8), and the checkpoint's dict is emptied likewise.
+    """
+    chosen = choose_llm_backend(backend, platform)
+    check_precision(chosen, precision)
+    sd = checkpoint.llm_state_dict
+
+    def release() -> None:
+        checkpoint.llm_state_dict = {}
+
+    if chosen == "mlx":
+        from .llm_mlx import load_mlx_llm
+
+        del sd
+        return load_mlx_llm(
+            checkpoint.qwen_config,
+            lambda: checkpoint.llm_state_dict,
+            checkpoint.model_id,
+            precision,
+            cache_root,
+            release=release,
+        )
+    lm = build_torch_llm(checkpoint.qwen_config, sd, precision)
+    del sd
+    release()
+    return lm
+
+
+def describe_pipeline(stages: Sequence[tuple[str, str, str]]) -> tuple[str, str]:
+    """(backend, precision) strings for VoiceInfo from (stage, backend, precision) in pipeline order."""
+    backends: list[str] = []
+    for _, b, _ in stages:
+        if b not in backends:
+            backends.append(b)
+    precisions = {p for _, _, p in stages}
+    precision = stages[0][2] if len(precisions) == 1 else ",".join(f"{s}={p}" for s, _, p in stages)
+    return "+".join(backends), precision

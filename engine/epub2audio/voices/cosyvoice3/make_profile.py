@@ -1,0 +1,37 @@
+"""`epub2audio voice add` runs this in a child process, so the command itself never imports torch
+or onnxruntime: python -m epub2audio.voices.cosyvoice3.make_profile '{"name":…, "wav":…, …}'.
+
+Prints one JSON line: {"ok": true, "transcript": …, "seconds": …} or {"ok": false, "message": …}.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ...errors import InputError
+
+
+def main() -> int:
+    request = json.loads(sys.argv[1])
+    try:
+        from .profile import make_profile, save_profile
+
+        profile = make_profile(request["model_dir"], request["wav"], request.get("text"), name=request["name"])
+        target = Path(request["profile_dir"])
+        save_profile(profile, target)
+        (target / "model.json").write_text(json.dumps({"model_dir": str(Path(request["model_dir"]).resolve())}) + "\n")
+    except InputError as error:
+        print(json.dumps({"ok": False, "message": str(error), "exit_code": 2}))
+        return 2
+    except Exception as error:  # reported as one line by the parent
+        print(json.dumps({"ok": False, "message": f"{type(error).__name__}: {error}", "exit_code": 1}))
+        return 1
+    print(json.dumps({"ok": True, "transcript": profile.transcript, "seconds": profile.duration,
+                      "tokens": int(profile.speech_tokens.shape[0])}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""The CosyVoice3 voice: zero-shot cloning of a saved voice profile, in PyTorch fp32 on CPU.
+
+    text --Qwen2 BPE--> ids --LLM + RAS sampling (seeded)--> speech tokens --silence cap-->
+    --flow (DiT, fixed noise)--> mel --HiFT--> 24 kHz float --> int16 PCM
+
+LLM backend and precision: `load(..., llm_backend="auto"|"mlx"|"torch", llm_precision=...)`; see
+`backends.py` for the rule, the precisions and how `info.backend` / `info.precision` record what
+actually ran ("torch" / "fp32" for the all-torch fp32 reference; e.g. "mlx+torch" and
+"llm=int4,flow=fp32,hift=fp32" otherwise). Every backend feeds the same host sampler.
+
+Determinism: the only random draws are the LLM sampler's, from a ``torch.Generator`` seeded with
+the segment's seed and created per call; the flow and the vocoder draw nothing (their "noise" is
+fixed buffers), and no stage keeps state between calls. So a segment's audio depends only on its
+text, its seed, the weights and the profile, never on what was synthesised before.
+
+Conversion to PCM: HiFT already clamps to +-0.99; samples are scaled by 32767, rounded half to
+even (numpy.rint) and clipped to the int16 range, little-endian.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import epub2audio
+from epub2audio.errors import InputError
+from epub2audio.voices.base import VoiceInfo
+
+from . import frontend
+from .backends import SpeechLM, build_llm, describe_pipeline, torch_module_precision
+from .checkpoint import load_checkpoint
+from .flow import load_flow
+from .generate import filter_silent_tokens, generate_speech_tokens
+from .hift import load_hift
+from .profile import Profile, load_profile
+
+SAMPLE_RATE = 24000
+SILENCE_SECONDS = 0.2  # what a segment that yields no speech tokens becomes
+DEFAULT_MAX_TOKENS_PER_SEGMENT = 25 * 60  # one minute of speech (upstream caps at 20 tokens per text token)
+
+
+def pcm16(wave: torch.Tensor | np.ndarray) -> bytes:
+    """float waveform (any shape, nominally [-1, 1]) -> mono int16 little-endian bytes."""
+    x = np.asarray(wave.detach().cpu().numpy() if isinstance(wave, torch.Tensor) else wave, dtype=np.float64).reshape(-1)
+    return np.clip(np.rint(x * 32767.0), -32768, 32767).astype("<i2").tobytes()
+
+
+def _profile_digest(p: Profile) -> str:
+    h = hashlib.sha256()
+    for a in (p.prompt_text_ids, p.speech_tokens, p.mel, p.embedding):
+        h.update(str(a.dtype).encode() + str(a.shape).encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:12]
+
+
+@dataclass
+class CosyVoice3Voice:
+    info: VoiceInfo
+    tokenizer: frontend.TextTokenizer
+    llm: SpeechLM  # backends.TorchSpeechLM (wraps llm.CosyVoice3LM) or llm_mlx.MLXSpeechLM
+    flow: torch.nn.Module
+    hift: torch.nn.Module
+    profile: Profile
+    max_tokens_per_segment: int | None = DEFAULT_MAX_TOKENS_PER_SEGMENT
+
+    @classmethod
+    def load(
+        cls,
+        model_dir: str | os.PathLike,
+        profile_dir: str | os.PathLike,
+        *,
+        max_tokens_per_segment: int | None = DEFAULT_MAX_TOKENS_PER_SEGMENT,
+        llm_backend: str = "auto",
+        llm_precision: str = "fp32",
+    ) -> "CosyVoice3Voice":
+        """Load weights (memory-mapped) and a saved profile. Needs no ONNX model.
+
+        llm_backend: "auto" (MLX on Apple Silicon, torch elsewhere), "mlx" or "torch".
+        llm_precision: "fp32" (reference), "bf16", "int8" on either backend; "fp16", "int4" on MLX.
+        The MLX weights are converted once per model and precision into the engine's cache dir.
+        """
+        ckpt = load_checkpoint(model_dir)
+        profile = load_profile(profile_dir)
+        if profile.model_id != ckpt.model_id:
+            raise InputError(
+                f"voice profile {Path(profile_dir).name!r} was made with model {profile.model_id}, "
+                f"not {ckpt.model_id}; re-create the profile with this model"
+            )
+        tokenizer = frontend.load_text_tokenizer(ckpt.paths.blank_en)
+        llm = build_llm(ckpt, llm_backend, llm_precision)  # frees ckpt's torch LLM tensors
+        flow = load_flow(ckpt.flow_state_dict)
+        # HiFT renders only the generated tokens (2 frames = 0.04 s each), so a per-segment token cap
+        # bounds its fixed noise buffer too (36 kB per second; 300 s = upstream's full buffer)
+        seconds = 300.0 if max_tokens_per_segment is None else min(300.0, max_tokens_per_segment / 25 + 1)
+        hift = load_hift(ckpt.hift_state_dict, max_seconds=seconds)
+
+        vocab = llm.args.vocab_size
+        if int(profile.prompt_text_ids.max(initial=0)) >= vocab or len(tokenizer) > vocab:
+            raise InputError(f"voice profile {profile.name!r} does not fit this model's text vocabulary")
+        spk_dim = flow.args.spk_embed_dim
+        if profile.embedding.shape != (spk_dim,):
+            raise InputError(
+                f"voice profile {profile.name!r} has a {profile.embedding.shape[0]}-d speaker embedding; the flow takes {spk_dim}"
+            )
+        if profile.mel.shape[1] != flow.args.mel_dim:
+            raise InputError(f"voice profile {profile.name!r} has {profile.mel.shape[1]} mel bins; the flow takes {flow.args.mel_dim}")
+
+        backend, precision = describe_pipeline([
+            ("llm", llm.backend, llm.precision),
+            ("flow", "torch", torch_module_precision(flow)),
+            ("hift", "torch", torch_module_precision(hift)),
+        ])  # fmt: skip
+        versions = {"torch": torch.__version__, "epub2audio": epub2audio.__version__}
+        if llm.backend == "mlx":
+            from importlib.metadata import version
+
+            versions.update({"mlx": version("mlx"), "mlx-lm": version("mlx-lm")})
+        info = VoiceInfo(
+            name=f"cosyvoice3:{profile.name}",
+            narrator=f"CosyVoice3 ({profile.name})",
+            sample_rate=SAMPLE_RATE,
+            backend=backend,
+            precision=precision,
+            model_id=f"{ckpt.model_id}+profile-{_profile_digest(profile)}",
+            versions=versions,
+        )
+        return cls(
+            info=info, tokenizer=tokenizer, llm=llm, flow=flow, hift=hift, profile=profile,
+            max_tokens_per_segment=max_tokens_per_segment,
+        )  # fmt: skip
+
+    # -- stages, separately callable for tests
+
+    def speech_tokens(self, text: str, seed: int) -> list[int]:
+        """LLM stage: speech tokens for `text` (silence runs capped), all randomness from `seed`."""
+        text_ids = self.tokenizer.encode(text)
+        if not text_ids:
+            return []
+        generator = torch.Generator(device="cpu").manual_seed(int(seed))
+        with torch.inference_mode():
+            tokens = generate_speech_tokens(
+                self.llm,
+                text_ids,
+                self.profile.prompt_text_ids.tolist(),
+                self.profile.speech_tokens.tolist(),
+                generator,
+                max_tokens=self.max_tokens_per_segment,
+            )
+        return filter_silent_tokens(tokens)
+
+    def render(self, tokens: list[int]) -> torch.Tensor:
+        """Flow + HiFT: speech tokens -> float waveform [1, 480 * 2 * len(tokens)] (deterministic)."""
+        p = self.profile
+        with torch.inference_mode():
+            mel = self.flow.inference(
+                torch.tensor([tokens], dtype=torch.long),
+                torch.from_numpy(p.speech_tokens[None]).long(),
+                torch.from_numpy(np.ascontiguousarray(p.mel[None], dtype=np.float32)),
+                torch.from_numpy(np.ascontiguousarray(p.embedding[None], dtype=np.float32)),
+            )
+            return self.hift.inference(mel)
+
+    def synthesize(self, text: str, seed: int) -> bytes:
+        """Mono int16 little-endian PCM at 24 kHz. No speech tokens -> 0.2 s of silence."""
+        tokens = self.speech_tokens(text.strip(), seed)
+        if not tokens:
+            return bytes(2 * int(SILENCE_SECONDS * SAMPLE_RATE))
+        return pcm16(self.render(tokens))

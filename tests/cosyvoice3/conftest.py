@@ -1,0 +1,18 @@
+"""Shared fixtures for the CosyVoice3 tests: one tiny official-layout model directory per session."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Nothing in these tests may reach the network (transformers / faster-whisper would try the Hub).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    from .fixtures import write_tiny_checkpoint
+
+    return write_tiny_checkpoint(tmp_path_factory.mktemp("cosyvoice3-tiny"), seed=0)
