@@ -10,12 +10,14 @@ point loses at most the segments that were in flight.
 from __future__ import annotations
 
 import hashlib
-import os
+import io
 import sqlite3
 import time
 import wave
 from dataclasses import dataclass
 from pathlib import Path
+
+from .files import atomic_write, sha256_file
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -50,14 +52,6 @@ def segment_key(voice: str, model_id: str, text: str, seed: int) -> str:
     return hashlib.sha256(f"{voice}\x00{model_id}\x00{seed}\x00{text}".encode()).hexdigest()[:32]
 
 
-def file_checksum(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 @dataclass(frozen=True)
 class PlannedSegment:
     chapter: int
@@ -69,16 +63,13 @@ class PlannedSegment:
 
 
 def write_wav_atomically(path: Path, pcm: bytes, sample_rate: int) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as raw:
-        with wave.open(raw, "wb") as w:
-            w.setnchannels(1)
-            w.setsampwidth(2)
-            w.setframerate(sample_rate)
-            w.writeframes(pcm)
-        raw.flush()
-        os.fsync(raw.fileno())
-    os.replace(tmp, path)
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(sample_rate)
+        w.writeframes(pcm)
+    atomic_write(path, buffer.getvalue())
 
 
 class SegmentStore:
@@ -144,7 +135,7 @@ class SegmentStore:
         path = self.audio_dir / row[0]
         if not path.exists():
             return False
-        return not verify or file_checksum(path) == row[1]
+        return not verify or sha256_file(path) == row[1]
 
     def record_done(self, segment: PlannedSegment, voice: str, details, pcm: bytes,
                     synth_seconds: float, attempts: int = 1) -> None:
@@ -162,7 +153,7 @@ class SegmentStore:
                 " attempts=segments.attempts + excluded.attempts, error=NULL, updated=excluded.updated",
                 (segment.key, segment.text, text_hash(segment.text), segment.seed, voice,
                  details.backend, details.precision, details.model_id, path.name,
-                 file_checksum(path), len(pcm) // 2, details.sample_rate, synth_seconds, attempts,
+                 sha256_file(path), len(pcm) // 2, details.sample_rate, synth_seconds, attempts,
                  time.time()),
             )
 

@@ -21,6 +21,7 @@ from onnx import TensorProto, helper
 from piper import PiperVoice
 from piper.config import PiperConfig
 
+from ..files import sha256_file
 from .base import VoiceInfo
 
 # Frames of noise per phoneme id we provide; the graph slices what it needs. At 22.05 kHz and hop
@@ -81,14 +82,6 @@ def _patch_random_ops(model: onnx.ModelProto) -> list[_NoiseInput]:
     return noise_inputs
 
 
-def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 class PiperEmbeddedVoice:
     def __init__(self, model_path: Path, config_path: Path, *, threads: int = 1):
         model = onnx.load(str(model_path))
@@ -118,7 +111,7 @@ class PiperEmbeddedVoice:
             precision="fp32",
             # Everything the audio depends on: the weights, the voice config, and how we drive them.
             model_id="piper:" + hashlib.sha256(
-                f"{_file_digest(model_path)}:{_file_digest(config_path)}:{RECIPE}".encode()
+                f"{sha256_file(model_path)}:{sha256_file(config_path)}:{RECIPE}".encode()
             ).hexdigest()[:16],
             versions={
                 "piper-tts": version("piper-tts"),

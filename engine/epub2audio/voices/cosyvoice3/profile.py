@@ -22,13 +22,13 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from epub2audio.errors import InputError
+from epub2audio.files import atomic_write, sha256_file
 
 from . import frontend
 from .checkpoint import check_layout, compute_model_id
@@ -56,14 +56,6 @@ class Profile:
     def __post_init__(self) -> None:
         if self.mel.ndim != 2 or self.mel.shape[0] != 2 * self.speech_tokens.shape[0]:
             raise ValueError(f"prompt mel {list(self.mel.shape)} is not 2 frames per token ({self.speech_tokens.shape[0]})")
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def transcribe(wave16k: np.ndarray) -> str:
@@ -119,7 +111,7 @@ def make_profile(
         speech_tokens=feats.speech_tokens.astype(np.int64),
         mel=feats.mel.astype(np.float32),
         embedding=feats.embedding.astype(np.float32),
-        wav_sha256=_sha256_file(wav),
+        wav_sha256=sha256_file(wav),
         model_id=compute_model_id(paths),
         created=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         source_sample_rate=feats.source_sample_rate,
@@ -128,19 +120,6 @@ def make_profile(
 
 
 _ARRAYS = {"prompt_text_ids": np.int64, "speech_tokens": np.int64, "mel": np.float32, "embedding": np.float32}
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_profile(profile: Profile, directory: str | os.PathLike) -> Path:
@@ -164,8 +143,8 @@ def save_profile(profile: Profile, directory: str | os.PathLike) -> Path:
         "n_speech_tokens": int(profile.speech_tokens.shape[0]),
         "npz_sha256": hashlib.sha256(npz).hexdigest(),
     }
-    _atomic_write(d / NPZ_NAME, npz)
-    _atomic_write(d / JSON_NAME, (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    atomic_write(d / NPZ_NAME, npz)
+    atomic_write(d / JSON_NAME, (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return d
 
 
