@@ -18,9 +18,12 @@ from pathlib import Path
 from .audiobook.m4b import AudioChapter, tags_for_book, write_m4b
 from .book import Book
 from .book.epub import load_book
+from .book.lexicon import (PHONEME_VOICES, Entry, Lexicon, apply as apply_lexicons, job_lexicon, load_book_settings,
+                           voice_text)
+from .book.model import Chapter
 from .book.normalize import normalize
 from .book.segment import segment_chapter
-from .config import cache_dir
+from .config import cache_dir, load_config
 from .errors import InputError, JobFailed
 from .progress import Eta, Progress
 from .store import PlannedSegment, SegmentStore, segment_key, segment_seed
@@ -40,6 +43,31 @@ class ConvertOptions:
     work_dir: Path | None = None
     policy: WorkerPolicy = field(default_factory=WorkerPolicy)
     metadata: dict = field(default_factory=dict)  # overrides for the book's metadata (calibre)
+    # How the book is read. None = the per-book file's setting (BOOK.epub2audio.toml), else the
+    # default: notes "skip", titles said. Each changes segment texts, so the store re-renders.
+    notes: str | None = None  # "skip" | "inline" | "chapter-end"
+    say_titles: bool | None = None
+    lexicon: Path | None = None  # --lexicon; wins over the per-book file's and config.toml's
+
+
+@dataclass
+class Reading:
+    """The resolved reading settings of one job."""
+    notes: str = "skip"
+    say_titles: bool = True
+    lexicon: Lexicon = field(default_factory=Lexicon)
+
+
+def reading_for(book_path: Path, options: ConvertOptions, config: dict | None = None) -> Reading:
+    """--notes/--say-titles/--lexicon over BOOK.epub2audio.toml over config.toml over defaults."""
+    settings = load_book_settings(book_path)
+    notes = options.notes or settings.get("notes") or "skip"
+    say_titles = options.say_titles
+    if say_titles is None:
+        raw = settings.get("say_titles", True)
+        say_titles = raw if isinstance(raw, bool) else str(raw).lower() in ("yes", "true", "1")
+    config = load_config() if config is None else config
+    return Reading(notes, say_titles, job_lexicon(book_path, config, options.lexicon))
 
 
 @dataclass
@@ -76,18 +104,48 @@ def select_chapters(book: Book, wanted: list[int] | None) -> list[int]:
     return sorted(set(wanted))
 
 
+def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lexicon: Lexicon | None = None,
+                   book_lexicon: Lexicon | None = None, phonemes: bool = True) -> Chapter:
+    """A chapter as it is read: title dropped if asked, pronunciations marked, text normalised.
+    phonemes=False (a voice that cannot take IPA): the book's ssml:ph and PLS entries and the
+    user's IPA entries are left out, so the written words are normalised in their context."""
+    if book_lexicon is None:
+        book_lexicon = Lexicon([Entry(g, ipa=ipa) for g, ipa in book.pronunciation_lexicon])
+    if not phonemes:
+        book_lexicon = None
+        lexicon = Lexicon([e for e in lexicon.entries if e.ipa is None]) if lexicon else None
+    indices = list(range(len(chapter.paragraphs)))
+    if not say_titles:
+        lead = 0
+        while lead < len(indices) and chapter.kind(lead) == "heading":
+            lead += 1
+        if lead < len(indices):  # a chapter that is nothing but headings keeps them
+            indices = indices[lead:]
+    paragraphs, kinds, breaks = [], [], set()
+    for new, old in enumerate(indices):
+        spans = chapter.pronunciations.get(old) if phonemes else None
+        text = apply_lexicons(chapter.paragraphs[old], spans, book_lexicon, lexicon)
+        paragraphs.append(normalize(text, book.language, heading=chapter.kind(old) == "heading"))
+        kinds.append(chapter.kind(old))
+        if old in chapter.breaks and new > 0:
+            breaks.add(new)
+    return replace(chapter, paragraphs=paragraphs, kinds=kinds, breaks=breaks, pronunciations={})
+
+
 def plan_segments(book: Book, chapter_indices: list[int], job_seed: int, voice: str,
-                  model_id: str) -> list[PlannedSegment]:
+                  model_id: str, *, say_titles: bool = True, lexicon: Lexicon | None = None) -> list[PlannedSegment]:
     planned, seen = [], Counter()
+    book_lexicon = Lexicon([Entry(g, ipa=ipa) for g, ipa in book.pronunciation_lexicon])
     for ci in chapter_indices:
-        chapter = book.chapters[ci]
-        spoken = replace(chapter, paragraphs=[normalize(p, book.language) for p in chapter.paragraphs])
+        spoken = spoken_chapter(book, book.chapters[ci], say_titles=say_titles, lexicon=lexicon,
+                                book_lexicon=book_lexicon, phonemes=voice in PHONEME_VOICES)
         for seg in segment_chapter(ci, spoken):
-            occurrence = seen[seg.text]
-            seen[seg.text] += 1
-            seed = segment_seed(job_seed, seg.text, occurrence)
-            planned.append(PlannedSegment(ci, seg.index, segment_key(voice, model_id, seg.text, seed),
-                                          seg.text, seed, seg.pause_after_ms))
+            text = voice_text(seg.text, voice)  # pronunciation markup only for voices that speak it
+            occurrence = seen[text]
+            seen[text] += 1
+            seed = segment_seed(job_seed, text, occurrence)
+            planned.append(PlannedSegment(ci, seg.index, segment_key(voice, model_id, text, seed),
+                                          text, seed, seg.pause_after_ms))
     return planned
 
 
@@ -130,7 +188,32 @@ class WorkerPool:
             tasks.put(item)
         results: queue.Queue = queue.Queue()
 
+        def take():
+            try:
+                segment = tasks.get_nowait()
+            except queue.Empty:
+                return None
+            return segment, segment.text, segment.seed
+
+        def give(segment, pcm, seconds, details, error) -> None:
+            results.put((segment, pcm, seconds, details, error))
+
+        def work_pipelined(supervisor: Supervisor) -> None:
+            # up to policy.pipeline_depth segments in flight on this worker (see worker/pipeline.py)
+            while True:
+                left = tasks.qsize()
+                try:
+                    supervisor.run_pipelined(take, give)
+                    return
+                except Stopped:
+                    return
+                except Exception:  # run_pipelined has reported the segments it held: go on,
+                    if tasks.qsize() == left:  # unless it could not even take one
+                        return
+
         def work(supervisor: Supervisor) -> None:
+            if supervisor.policy.pipeline_depth > 1:
+                return work_pipelined(supervisor)
             while True:
                 try:
                     segment = tasks.get_nowait()
@@ -177,7 +260,8 @@ class WorkerPool:
 
 def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: Progress) -> ConvertResult:
     started = time.monotonic()
-    book = apply_metadata(load_book(book_path), options.metadata)
+    reading = reading_for(Path(book_path), options)
+    book = apply_metadata(load_book(book_path, notes=reading.notes), options.metadata)
     chapter_indices = select_chapters(book, options.chapters)
     out_path = Path(out_path)
     if out_path.suffix.lower() != ".m4b":
@@ -193,7 +277,8 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
         details = pool.details()
         progress.emit("voice", name=details.name, narrator=details.narrator, backend=details.backend,
                       precision=details.precision, sample_rate=details.sample_rate, model_id=details.model_id)
-        planned = plan_segments(book, chapter_indices, options.job_seed, options.voice, details.model_id)
+        planned = plan_segments(book, chapter_indices, options.job_seed, options.voice, details.model_id,
+                                say_titles=reading.say_titles, lexicon=reading.lexicon)
         if not planned:
             raise InputError(f"{Path(book_path).name}: the selected chapters contain no text to read")
         progress.emit("book", title=book.title, chapters=len(chapter_indices), segments=len(planned),
@@ -252,14 +337,21 @@ def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], v
     return failures
 
 
-def assemble(store: SegmentStore, book: Book, out_path: Path, details: VoiceDetails):
-    """The M4B from the stored segments, in plan order, with the planned pauses."""
+def audio_chapters(store: SegmentStore, sample_rate: int) -> dict[int, AudioChapter]:
+    """The book's audio as assemble() lays it out, by chapter index: for each planned segment in
+    plan order, its WAV then its planned pause (in samples). `verify` reads the same layout."""
     titles = dict(store.chapters())
     chapters: dict[int, AudioChapter] = {}
     for chapter, _idx, key, pause_ms in store.plan():
         audio = chapters.setdefault(chapter, AudioChapter(title=titles[chapter], parts=[]))
         audio.parts.append(store.audio_path(key))
-        audio.parts.append(pause_ms * details.sample_rate // 1000)
+        audio.parts.append(pause_ms * sample_rate // 1000)
+    return chapters
+
+
+def assemble(store: SegmentStore, book: Book, out_path: Path, details: VoiceDetails):
+    """The M4B from the stored segments, in plan order, with the planned pauses."""
+    chapters = audio_chapters(store, details.sample_rate)
     tags = tags_for_book(book, narrator=details.narrator)
     return write_m4b(out_path, list(chapters.values()), tags, book.cover, details.sample_rate)
 

@@ -25,6 +25,23 @@ chapter (titled by its first heading, else the book title). Entries are then han
   that names the whole book (its label equals the book title, or it is the only top-level entry)
   is left out of titles. Ancestors that have text of their own are chapters themselves and do not
   prefix their children ("Climate and Soils", not "GEORGIA — Climate and Soils").
+* Notes (`notes=`): note references are found by EPUB semantics (epub:type noteref,
+  role="doc-noteref", and for EPUB2/Gutenberg books a link whose text is only a number or note
+  symbol); the note is the element the link points at, widened to the enclosing footnote /
+  endnote / rearnote / note / aside (or doc-footnote, doc-endnote), or, when the target is an
+  empty anchor (Gutenberg), the text-bearing paragraphs that follow it up to the next anchor.
+  - "skip" (default): markers are never read, inline <aside> notes are not read, and notes that
+    live in their own section (The Waste Land's NOTES, Herodotus's "NOTES TO BOOK N") stay where
+    they are, as chapters: they are part of the book.
+  - "inline": each note is read once, as "Note: …", right after the paragraph (or stanza) that
+    first references it, and is no longer read where it lives. A notes section left with
+    nothing but headings is skipped ("notes (read inline)"); a sub-heading whose notes all moved
+    is dropped.
+  - "chapter-end": as inline, but a chapter's notes are read at its end, after "Notes for this
+    chapter.", numbered in the order they are referenced ("Note 1: …").
+* Scene breaks, headings and ssml:ph pronunciations are carried to `Chapter.breaks`,
+  `Chapter.kinds` and `Chapter.pronunciations`; `Book.pronunciation_lexicon` holds the entries
+  of the book's PLS lexicons (manifest items of type application/pls+xml).
 * Fallback: when the TOC yields no chapter at all (missing, or, as in some Gutenberg books, every
   entry points into the licence), chapters are cut at headings instead: each run of headings
   (h1–h6, or a "第N章" / "Chapter N" line of its own in plain-text paragraphs) starts a chapter
@@ -47,7 +64,8 @@ from lxml import etree, html
 
 from ..errors import InputError
 from .model import Book, Chapter, Cover, Skipped
-from .text import Anchor, Block, clean, epub_types, find_body, local_name, parse_xhtml, read_blocks
+from .text import (BLOCK_TAGS, HEADING_TAGS, Anchor, Block, clean, epub_types, find_body, is_noteref,
+                   _is_internal_link, is_unread, local_name, noteref_href, parse_xhtml, read_blocks)
 
 XHTML_TYPES = ("application/xhtml+xml", "text/html", "application/x-dtbook+xml")
 RASTER_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
@@ -82,6 +100,12 @@ SKIP_TITLES = [
 PG_START = re.compile(r"^\*+\s*START OF (THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
 PG_END = re.compile(r"^(\*+\s*END OF (THE|THIS) PROJECT GUTENBERG|END OF (THE )?PROJECT GUTENBERG)",
                     re.IGNORECASE)
+NOTE_POLICIES = ("skip", "inline", "chapter-end")
+NOTE_TYPES = frozenset(["footnote", "endnote", "rearnote", "note", "annotation",
+                        "z3998:footnote", "z3998:endnote", "z3998:rearnote", "z3998:note"])
+NOTE_ROLES = frozenset(["doc-footnote", "doc-endnote"])
+NOTE_LABEL = re.compile(r"^[\[(]?\s*(\d{1,4}|[*†‡§¶]{1,3})\s*[\])]?\.?\s+")
+NOTES_HEADING = "Notes for this chapter."
 ISBN = re.compile(r"^(urn:isbn:|isbn:?\s*)?((97[89])?[\d-]{9,17}[\dXx])$", re.IGNORECASE)
 
 
@@ -89,12 +113,15 @@ ISBN = re.compile(r"^(urn:isbn:|isbn:?\s*)?((97[89])?[\d-]{9,17}[\dXx])$", re.IG
 # Public entry point
 
 
-def load_book(path: str | Path) -> Book:
-    """Read an EPUB file into a Book. Raises InputError (one line, naming the file) if unreadable."""
+def load_book(path: str | Path, notes: str = "skip") -> Book:
+    """Read an EPUB file into a Book. Raises InputError (one line, naming the file) if unreadable.
+    `notes`: "skip", "inline" or "chapter-end" (see the module docstring)."""
     path = Path(path)
+    if notes not in NOTE_POLICIES:
+        raise InputError(f"--notes must be one of {', '.join(NOTE_POLICIES)}, not {notes!r}")
     _check_file(path)
     try:
-        return _Loader(path, _open_epub(path)).load()
+        return _Loader(path, _open_epub(path), notes).load()
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError, ValueError, etree.LxmlError,
             epub.EpubException) as exc:
         raise InputError(f"{path.name}: not a readable EPUB ({_describe(exc)})") from None
@@ -273,9 +300,11 @@ class DocInfo:
 
 
 class _Loader:
-    def __init__(self, path: Path, book: epub.EpubBook):
+    def __init__(self, path: Path, book: epub.EpubBook, notes: str = "skip"):
         self.path = path
         self.book = book
+        self.notes = notes
+        self.roots: dict[str, object] = {}
         self.skipped: list[Skipped] = []
         self.title = self._first_meta("title") or path.stem
         self.nav_item = next((i for i in book.get_items() if isinstance(i, epub.EpubNav)), None)
@@ -393,12 +422,19 @@ class _Loader:
         spine = self._linear_spine()
         entries = self._toc(set(spine))
         self.docs: dict[str, DocInfo] = {}
+        self.note_bodies: dict[str, list] = {}  # "doc#id" → the elements that make the note
+        if self.notes != "skip":
+            self._find_notes(spine)
         stream = self._stream(spine, entries)
         stream = self._trim_gutenberg(stream)
         spans = self._spans(stream, [e for e in entries if e.doc])
+        if self.notes != "skip":
+            self._lift_notes(spans)
         titled = self._chapters(spans, entries)
         if not any(span.entry is not None for _, span in titled):
             titled = self._chapters_from_headings(titled)
+        if self.notes != "skip":
+            titled = [(title, self._place_notes(span)) for title, span in titled]
         cover_docs = [n for n in spine if "cover" in self.docs[n].types] + [
             d for (d, _), types in self.landmarks.items() if "cover" in types and d in self.docs
         ] + self.nonlinear_docs
@@ -407,14 +443,123 @@ class _Loader:
             title=self.title,
             authors=self._authors(),
             language=self._first_meta("language"),
-            chapters=[Chapter(title, [b.text for b in span.blocks], span.sources) for title, span in titled],
+            chapters=[_chapter(title, span) for title, span in titled],
             skipped=self.skipped,
             date=self._date(),
             description=self._description(),
             publisher=self._first_meta("publisher"),
             identifier=self._identifier(),
             cover=self._cover(cover_docs),
+            pronunciation_lexicon=self._pls_entries(),
         )
+
+    # -- pronunciation lexicons ------------------------------------------------------------
+
+    def _pls_entries(self) -> list[tuple[str, str]]:
+        from .lexicon import parse_pls
+
+        entries = []
+        for item in self.book.get_items():
+            if item.media_type == "application/pls+xml":
+                for e in parse_pls(item.get_content()).entries:
+                    if e.ipa:
+                        entries.append((e.key, e.ipa))
+        return entries
+
+    # -- notes ----------------------------------------------------------------------------
+
+    def _root(self, name: str):
+        if name not in self.roots:
+            item = self.book.get_item_with_href(name)
+            self.roots[name] = parse_xhtml(_raw(item)) if item is not None else None
+        return self.roots[name]
+
+    def _find_notes(self, spine: list[str]):
+        """Every note that a reference in the linear spine points at, and its body elements."""
+        targets: dict[str, list[str]] = {}
+        for name in spine:
+            root = self._root(name)
+            for el in find_body(root).iter():
+                if (isinstance(el.tag, str) and is_noteref(el)
+                        and not any(is_unread(a) or _is_note(a) for a in el.iterancestors())):
+                    href = noteref_href(el)
+                    if href and "#" in href:
+                        doc, fragment = _resolve(name, href)
+                        if fragment:
+                            targets.setdefault(doc, [])
+                            if fragment not in targets[doc]:
+                                targets[doc].append(fragment)
+        for doc, fragments in targets.items():
+            root = self._root(doc)
+            if root is None:
+                continue
+            by_id = {el.get("id"): el for el in root.iter() if isinstance(el.tag, str) and el.get("id")}
+            wanted = set(fragments)
+            for fragment in fragments:
+                el = by_id.get(fragment)
+                if el is not None:
+                    body = _note_body(el, wanted)
+                    if body:
+                        self.note_bodies[f"{doc}#{fragment}"] = body
+        self.note_elements: dict[str, set] = {}
+        for key, body in self.note_bodies.items():
+            self.note_elements.setdefault(key.partition("#")[0], set()).update(body)
+
+    def _lift_notes(self, spans: list[Span]):
+        """Take note bodies out of the text where they live; report sections left empty."""
+        for span in spans:
+            if not any(b.in_note for b in span.blocks):
+                continue
+            kept: list[Block] = []
+            removed_after: set[int] = set()  # ids of kept headings that notes followed
+            for block in span.blocks:
+                if block.in_note:
+                    if kept:
+                        removed_after.add(id(kept[-1]))
+                    continue
+                if block.heading and kept and kept[-1].heading and id(kept[-1]) in removed_after:
+                    kept.pop()  # a sub-heading whose notes have all moved
+                kept.append(block)
+            while kept and kept[-1].heading and id(kept[-1]) in removed_after and len(kept) > 1:
+                kept.pop()
+            span.blocks = kept
+            if not span.has_body and span.entry is not None and not span.skip:
+                how = "read inline" if self.notes == "inline" else "read at chapter ends"
+                span.skip = f"notes ({how})"
+
+    def _place_notes(self, span: Span) -> Span:
+        read: set[str] = getattr(self, "_notes_read", set())
+        self._notes_read = read
+        blocks: list[Block] = []
+        at_end: list[Block] = []
+        doc = None
+        for block in span.blocks:
+            blocks.append(block)
+            for href in block.notes:
+                key = self._note_key(block, href, span)
+                if key is None or key in read:
+                    continue
+                text = _note_text(self.note_bodies[key], href_marker=None)
+                if not text:
+                    continue
+                read.add(key)
+                if self.notes == "inline":
+                    blocks.append(Block(f"Note: {text}", notes=[], in_note=True))
+                else:
+                    at_end.append(Block(f"Note {len(at_end) + 1}: {text}", in_note=True))
+        if at_end:
+            blocks.append(Block(NOTES_HEADING, heading=True, in_note=True, break_before=True))
+            blocks.extend(at_end)
+        span.blocks = blocks
+        return span
+
+    def _note_key(self, block: Block, href: str, span: Span) -> str | None:
+        source = getattr(block, "source_doc", None)
+        for doc in ([source] if source else []) + [s.partition("#")[0] for s in span.sources]:
+            key = "#".join(_resolve(doc, href))
+            if key in self.note_bodies:
+                return key
+        return None
 
     def _linear_spine(self) -> list[str]:
         """Spine file names in reading order; non-linear items and the nav document are reported."""
@@ -467,11 +612,13 @@ class _Loader:
                 by_doc.setdefault(entry.doc, []).append(entry)
         stream: list = []
         for name in spine:
-            item = self.book.get_item_with_href(name)
-            root = parse_xhtml(_raw(item))
+            root = self._root(name)
             doc_entries = by_doc.get(name, [])
             anchors = {e.fragment for e in doc_entries if e.fragment}
-            items = read_blocks(root, anchors)
+            items = read_blocks(root, anchors, getattr(self, "note_elements", {}).get(name, frozenset()))
+            for it in items:
+                if isinstance(it, Block) and it.notes:
+                    it.source_doc = name
             self.docs[name] = _doc_info(root, name, anchors, items)
             stream.append(DocStart(name))
             # Entries whose anchor is missing start at the top of their file.
@@ -600,6 +747,92 @@ class _Loader:
             if current.blocks:
                 result.append((title, current))
         return result
+
+
+def _chapter(title: str, span: Span) -> Chapter:
+    blocks = span.blocks
+    return Chapter(
+        title, [b.text for b in blocks], span.sources,
+        kinds=["note" if b.in_note and not b.heading else "heading" if b.heading else "text" for b in blocks],
+        breaks={i for i, b in enumerate(blocks) if b.break_before and i > 0},
+        pronunciations={i: list(b.phonemes) for i, b in enumerate(blocks) if b.phonemes},
+    )
+
+
+def _is_note(el) -> bool:
+    """An element holding a note (its links are labels and backlinks, not references)."""
+    return bool(epub_types(el) & NOTE_TYPES) or (el.get("role") or "") in NOTE_ROLES or (
+        local_name(el) == "aside")
+
+
+def _note_body(el, targets: set[str]) -> list:
+    """The elements that make up the note an id points at."""
+    for node in [el, *el.iterancestors()]:
+        if local_name(node) in ("body", "section") and not (epub_types(node) & NOTE_TYPES):
+            break
+        if epub_types(node) & NOTE_TYPES or (node.get("role") or "") in NOTE_ROLES:
+            return [node]
+        if local_name(node) == "aside":
+            return [node]
+    if clean("".join(el.itertext())):
+        block = el
+        while block is not None and local_name(block) not in BLOCK_TAGS:
+            block = block.getparent()
+        return [block] if block is not None and local_name(block) not in ("body", "section") else [el]
+    # An empty anchor (Gutenberg): the paragraphs with text that follow it, up to the next one.
+    start = el
+    parent = el.getparent()
+    if parent is not None and local_name(parent) in ("p", "div", "span") and not clean("".join(parent.itertext())):
+        start = parent
+    body = []
+    for sibling in start.itersiblings():
+        if not isinstance(sibling.tag, str):
+            continue
+        tag = local_name(sibling)
+        if tag in HEADING_TAGS or tag in ("hr", "section", "h1") or not clean("".join(sibling.itertext())):
+            break
+        if any(d.get("id") in targets for d in sibling.iter() if isinstance(d.tag, str)):
+            break
+        body.append(sibling)
+        if len(body) >= 20:
+            break
+    return body
+
+
+def _note_text(elements: list, href_marker: str | None = None) -> str:
+    """What is read of a note: its text without its label, backlinks or a leading link back to
+    the place it annotates ("Line 20."), and without the [ … ] Gutenberg wraps notes in."""
+    parts: list[str] = []
+    state = {"seen_text": False}
+
+    def walk(el, top=False):
+        if not isinstance(el.tag, str) or (is_unread(el) and not top) or is_noteref(el):
+            return
+        if "backlink" in epub_types(el) or el.get("role") == "doc-backlink":
+            return
+        tag = local_name(el)
+        if tag == "a" and _is_internal_link(el) and not state["seen_text"]:
+            state["seen_text"] = True  # the note's own label, linking back to the text
+            return
+        if tag in BLOCK_TAGS or tag == "br":
+            parts.append(" ")
+        if el.text:
+            parts.append(el.text)
+            state["seen_text"] = state["seen_text"] or bool(el.text.strip())
+        for child in el:
+            walk(child)
+            if child.tail:
+                parts.append(child.tail)
+                state["seen_text"] = state["seen_text"] or bool(child.tail.strip())
+
+    for element in elements:
+        walk(element, top=True)
+        parts.append(" ")
+    text = clean("".join(parts))
+    text = NOTE_LABEL.sub("", text, count=1)
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1].strip()
+    return text
 
 
 def _merge_heading_only(spans: list[Span]) -> list[Span]:

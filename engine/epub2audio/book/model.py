@@ -19,6 +19,16 @@ class Chapter:
     paragraphs: list[str]
     # Where the chapter came from (spine hrefs, with #fragment where a TOC entry split a file).
     sources: list[str] = field(default_factory=list)
+    # Parallel to paragraphs, when known: "heading", "text" or "note" (a note read under
+    # --notes inline / chapter-end, or the "Notes for this chapter." heading). Empty: all "text".
+    kinds: list[str] = field(default_factory=list)
+    # Indices of paragraphs that a scene break (<hr/>, "* * *") comes before: a longer pause.
+    breaks: set[int] = field(default_factory=set)
+    # Paragraph index → (start, end, ipa) spans from the book's inline ssml:ph attributes.
+    pronunciations: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
+
+    def kind(self, index: int) -> str:
+        return self.kinds[index] if index < len(self.kinds) else "text"
 
     @property
     def char_count(self) -> int:
@@ -46,3 +56,5 @@ class Book:
     series: str = ""  # from calibre's metadata or calibre:series in the OPF
     series_index: str = ""
     cover: Cover | None = None
+    # (grapheme, IPA) entries of the book's PLS pronunciation lexicons, in manifest order.
+    pronunciation_lexicon: list[tuple[str, str]] = field(default_factory=list)

@@ -1,18 +1,62 @@
 """Written text → the words a narrator says.
 
-For now this only tidies what every voice stumbles on (stray whitespace, typographic characters
-with no sound); numbers, numerals and abbreviations are read by the voice's own front end.
-Language-specific rules plug in by language code.
+Every language gets the tidying every voice needs (stray whitespace, typographic characters with no
+sound). Languages with rules of their own plug in through `LANGUAGES`: language code (the primary
+subtag of dc:language) → a function `(text, heading) -> text`. English lives in normalize_en.py
+(numbers, years, dates, times, money, units, Roman numerals, abbreviations, shouting, dashes).
+Other languages are left to the voice's own front end.
+
+A book with no dc:language is treated as English when its paragraph is mostly Latin letters.
+
+Pronunciation markup (`⟦…⟧`, see lexicon.py) is opaque here: the IPA is never touched, and the
+written side is normalised on its own (it is what voices without phoneme support read).
 """
 
 from __future__ import annotations
 
 import re
+from typing import Callable
+
+from . import normalize_en
+from .lexicon import MARKUP, OPEN, SEP, protect, restore
 
 _SPACES = re.compile(r"\s+")
 _SILENT = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))  # soft hyphen, zero-widths
 
+LANGUAGES: dict[str, Callable[[str, bool], str]] = {
+    "en": normalize_en.normalize,
+}
 
-def normalize(text: str, language: str = "en") -> str:
+
+def _tidy(text: str) -> str:
     text = text.translate(_SILENT)
     return _SPACES.sub(" ", text).strip()
+
+
+def rules_for(language: str, text: str = "") -> Callable[[str, bool], str] | None:
+    code = (language or "").split("-")[0].split("_")[0].lower()
+    if not code:
+        letters = [c for c in text if c.isalpha()]
+        latin = sum(1 for c in letters if c.isascii())
+        code = "en" if letters and latin / len(letters) > 0.9 else ""
+    return LANGUAGES.get(code)
+
+
+def normalize(text: str, language: str = "en", *, heading: bool = False) -> str:
+    text = _tidy(text)
+    rules = rules_for(language, text)
+    if rules is None or not text:
+        return text
+    protected, kept = protect(text)
+    spoken = rules(protected, heading)
+    # The written side of each markup is normalised on its own (voices without phonemes read it).
+    kept = [_normalize_markup(m, rules) for m in kept]
+    return _tidy(restore(spoken, kept))
+
+
+def _normalize_markup(markup: str, rules) -> str:
+    m = MARKUP.fullmatch(markup)
+    if m is None or m.group(2) is None:
+        return markup  # a respelling is said as written
+    shown = _tidy(rules(m.group(1), False)) or m.group(1)
+    return f"{OPEN}{shown}{SEP}ipa:{m.group(2)}{markup[-1]}"

@@ -3,7 +3,12 @@
 A segment is the unit of work, of caching and of retry, so it must be short enough that a crash
 loses little and a voice never gets a paragraph it cannot say in one breath, and long enough that
 the voice keeps a natural sentence melody. Sentences longer than the cap are split at the
-strongest punctuation before the cap, then at a word boundary.
+strongest punctuation before the cap, then at a word boundary. Pronunciation markup (`⟦…⟧`, see
+lexicon.py) is never cut and never ends a sentence.
+
+Pauses follow what ends there: a sentence, a paragraph, a heading (a little longer than a
+paragraph, so the title stands apart), a scene break (`Chapter.breaks`: <hr/>, "* * *") and the
+chapter.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .lexicon import protect, restore
 from .model import Chapter
 
 MAX_SEGMENT_CHARS = 300
@@ -18,6 +24,8 @@ MAX_SEGMENT_CHARS = 300
 # Silence after a segment, by what ends there. Chosen to sound like an unhurried human reader.
 PAUSE_SENTENCE_MS = 250
 PAUSE_PARAGRAPH_MS = 700
+PAUSE_HEADING_MS = 1000
+PAUSE_SCENE_BREAK_MS = 1600
 PAUSE_CHAPTER_MS = 2000
 
 # Words that end in a period without ending a sentence.
@@ -26,6 +34,7 @@ _ABBREVIATIONS = {
     "mt", "messrs", "mme", "mlle", "no", "vol", "vols", "ch", "chap", "fig", "p", "pp", "vs", "etc",
     "e.g", "i.e", "viz", "cf", "ed", "eds", "inc", "ltd", "co", "jan", "feb", "mar", "apr", "jun",
     "jul", "aug", "sep", "sept", "oct", "nov", "dec", "esq", "hon", "gov", "sen", "rep",
+    "a.m", "p.m",
 }
 
 # A sentence ends at . ! ? or an ellipsis, optionally followed by closing quotes/brackets, then space.
@@ -84,11 +93,15 @@ def _last_break(pattern: re.Pattern, text: str, limit: int) -> int:
 
 def segment_chapter(chapter_index: int, chapter: Chapter, limit: int = MAX_SEGMENT_CHARS) -> list[Segment]:
     pieces: list[tuple[str, int]] = []
-    for paragraph in chapter.paragraphs:
-        sentences = [p for s in split_sentences(paragraph) for p in split_long(s, limit)]
+    for index, paragraph in enumerate(chapter.paragraphs):
+        if index in chapter.breaks and pieces:
+            pieces[-1] = (pieces[-1][0], max(pieces[-1][1], PAUSE_SCENE_BREAK_MS))
+        protected, kept = protect(paragraph)
+        sentences = [restore(p, kept) for s in split_sentences(protected) for p in split_long(s, limit)]
+        end_pause = PAUSE_HEADING_MS if chapter.kind(index) == "heading" else PAUSE_PARAGRAPH_MS
         for i, text in enumerate(sentences):
             last = i == len(sentences) - 1
-            pieces.append((text, PAUSE_PARAGRAPH_MS if last else PAUSE_SENTENCE_MS))
+            pieces.append((text, end_pause if last else PAUSE_SENTENCE_MS))
     segments = [Segment(chapter_index, i, text, pause) for i, (text, pause) in enumerate(pieces)]
     if segments:
         segments[-1] = Segment(chapter_index, len(segments) - 1, segments[-1].text, PAUSE_CHAPTER_MS)

@@ -7,6 +7,14 @@ backlinks from notes, page-break numbers, verse line numbers, inline footnote <a
 ebookmaker Project Gutenberg header/footer boxes, and blocks that are nothing but links to other
 places in the book (an inline table of contents).
 
+Notes: note reference markers are never read, but each Block remembers the hrefs of the ones it
+held (`Block.notes`), and blocks inside the note bodies the caller names are flagged
+(`Block.in_note`), so the loader can apply the --notes policy from EPUB semantics. A scene break
+(<hr>, epub:type="z3998:scene-break" or role="separator", or a paragraph that is only a row of
+asterisks or a dinkus such as "* * *" or "⁂") is not read; the next block gets `break_before`.
+Inline pronunciations (`ssml:ph` with alphabet "ipa", the alphabet inherited from an ancestor)
+come out as `Block.phonemes`: (start, end, ipa) spans over the block's text.
+
 `read_blocks` also drops an `Anchor` marker into the block stream wherever an element with one of
 the requested ids starts, so the caller can cut a document into chapters at TOC #fragments.
 """
@@ -14,11 +22,20 @@ the requested ids starts, so the caller can cut a document into chapters at TOC 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lxml import etree, html
 
 EPUB_TYPE = "{http://www.idpf.org/2007/ops}type"
+SSML_PH = "{http://www.w3.org/2001/10/synthesis}ph"
+SSML_ALPHABET = "{http://www.w3.org/2001/10/synthesis}alphabet"
+# Private markers around an ssml:ph span while text is assembled: START ipa MID text END.
+PH_START, PH_MID, PH_END = "\ue000", "\ue002", "\ue001"
+PH_SPAN = re.compile("\ue000([^\ue000-\ue002]*)\ue002([^\ue000-\ue002]*)\ue001")
+NOTEREF_TYPES = frozenset(["noteref", "z3998:footnote-ref", "z3998:note-ref"])
+NOTEREF_ROLES = frozenset(["doc-noteref"])
+SCENE_BREAK_TYPES = frozenset(["z3998:scene-break", "scene-break", "separator", "z3998:section-break"])
+SCENE_BREAK_TEXT = re.compile(r"^[\s*⁂•·~#◆◇❧☙✻✽✢✱❦†]*[*⁂•·~#◆◇❧☙✻✽✢✱❦][\s*⁂•·~#◆◇❧☙✻✽✢✱❦.]*$")
 
 BLOCK_TAGS = frozenset(
     "address article aside blockquote body caption center dd details div dl dt figcaption figure "
@@ -69,6 +86,39 @@ LINE_BREAK = "\x1e"  # a private marker: raw newlines in the source are only whi
 class Block:
     text: str
     heading: bool = False
+    notes: list[str] = field(default_factory=list)  # hrefs of the note references it held
+    in_note: bool = False  # part of a note body the caller asked about
+    break_before: bool = False  # a scene break comes before it
+    phonemes: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, ipa)
+
+
+def make_block(raw: str, heading: bool = False, **kw) -> Block:
+    """Clean text (with ssml:ph markers) → a Block with its pronunciation spans."""
+    text = clean(raw)
+    spans: list[tuple[int, int, str]] = []
+    if PH_START in text:
+        out, pos, length = [], 0, 0
+        for m in PH_SPAN.finditer(text):
+            before = text[pos:m.start()]
+            out.append(before)
+            length += len(before)
+            shown = m.group(2)
+            lead = len(shown) - len(shown.lstrip())
+            shown_stripped = shown.strip()
+            out.append(shown)
+            if shown_stripped and m.group(1).strip():
+                spans.append((length + lead, length + lead + len(shown_stripped), clean(m.group(1))))
+            length += len(shown)
+            pos = m.end()
+        out.append(text[pos:])
+        text = "".join(out)
+        text = re.sub("[\ue000-\ue002]", "", text)
+        stripped = text.strip()
+        if stripped != text:
+            shift = len(text) - len(text.lstrip())
+            spans = [(a - shift, b - shift, ipa) for a, b, ipa in spans]
+            text = stripped
+    return Block(text, heading, phonemes=spans, **kw)
 
 
 @dataclass
@@ -119,9 +169,11 @@ def clean(text: str) -> str:
     return SPACES.sub(" ", text).strip()
 
 
-def read_blocks(root, anchors: set[str] | frozenset[str] = frozenset()) -> list[Block | Anchor]:
-    """The spoken blocks of a parsed document, with an Anchor wherever an id in `anchors` starts."""
-    reader = _Reader(anchors)
+def read_blocks(root, anchors: set[str] | frozenset[str] = frozenset(),
+                note_elements=frozenset()) -> list[Block | Anchor]:
+    """The spoken blocks of a parsed document, with an Anchor wherever an id in `anchors` starts.
+    Blocks read inside an element of `note_elements` are flagged in_note."""
+    reader = _Reader(anchors, note_elements)
     reader.walk(find_body(root))
     reader.flush()
     return reader.out
@@ -143,6 +195,50 @@ def paragraphs(data: bytes | str, start: str | None = None, end: str | None = No
         elif inside:
             result.append(item.text)
     return result
+
+
+def is_noteref(el) -> bool:
+    """A note reference marker: by EPUB/ARIA semantics, or (EPUB2, Gutenberg) a link to an anchor
+    whose text is only a number or a note symbol."""
+    if local_name(el) not in ("a", "span", "sup"):
+        return False
+    if epub_types(el) & NOTEREF_TYPES or (el.get("role") or "") in NOTEREF_ROLES:
+        return True
+    if local_name(el) != "a":
+        return False
+    href = el.get("href") or ""
+    text = clean("".join(el.itertext())).lower()
+    return "#" in href and not IMAGE_HREF.search(href.split("#")[0]) and bool(NOTE_MARKER.match(text))
+
+
+def noteref_href(el) -> str | None:
+    if local_name(el) == "a":
+        return el.get("href")
+    link = next((a for a in el.iter() if local_name(a) == "a" and a.get("href")), None)
+    return link.get("href") if link is not None else None
+
+
+def is_scene_break(el) -> bool:
+    tag = local_name(el)
+    if tag == "hr":
+        return True
+    if epub_types(el) & SCENE_BREAK_TYPES or el.get("role") == "separator":
+        return tag in BLOCK_TAGS and not clean("".join(el.itertext())).strip("*⁂•·~#◆◇❧☙✻✽✢✱❦. ")
+    return False
+
+
+def ssml_phonemes(el) -> str | None:
+    """The IPA an element's ssml:ph gives, if its alphabet (own or inherited) is IPA."""
+    ph = el.get(SSML_PH)
+    if not ph:
+        return None
+    node = el
+    while node is not None:
+        alphabet = node.get(SSML_ALPHABET) if isinstance(node.tag, str) else None
+        if alphabet:
+            return ph if alphabet.lower() == "ipa" else None
+        node = node.getparent()
+    return ph  # no alphabet given: EPUB content docs use IPA in practice
 
 
 def is_unread(el) -> bool:
@@ -193,15 +289,19 @@ def join_verse_lines(lines: list[str]) -> str:
     voice pauses at the line end."""
     lines = [clean(line) for line in lines]
     lines = [line for line in lines if line]
-    spoken = [line + "," if line[-1].isalnum() else line for line in lines[:-1]]
+    spoken = [line + "," if line.rstrip(PH_END)[-1:].isalnum() else line for line in lines[:-1]]
     return " ".join(spoken + lines[-1:])
 
 
 class _Reader:
     """Walks a document body once, in order, turning it into blocks."""
 
-    def __init__(self, anchors):
+    def __init__(self, anchors, note_elements=frozenset()):
         self.anchors = anchors
+        self.note_elements = note_elements
+        self.in_note = 0
+        self.block_notes: list[str] = []  # noterefs seen in the block being built
+        self.pending_break = False
         self.out: list[Block | Anchor] = []
         self.parts: list[str] = []  # text of the block being built
         self.link_chars = 0  # characters of it that came from internal links
@@ -228,9 +328,20 @@ class _Reader:
         if len(lines) > 1 and any(CHAPTER_LINE.match(clean(line)) for line in lines):
             self._emit_with_chapter_lines(lines)
             return
-        text = clean(raw)
-        if text:
-            self.out.append(Block(text, heading))
+        self.emit(make_block(raw, heading))
+
+    def emit(self, block: Block):
+        """Add a finished block, carrying the notes, note flag and scene break."""
+        if not block.text:
+            return
+        if SCENE_BREAK_TEXT.match(block.text):
+            self.pending_break = True
+            self.block_notes = []
+            return
+        block.notes, self.block_notes = self.block_notes, []
+        block.in_note = self.in_note > 0
+        block.break_before, self.pending_break = self.pending_break, False
+        self.out.append(block)
 
     def _emit_with_chapter_lines(self, lines: list[str]):
         pending: list[str] = []
@@ -238,15 +349,13 @@ class _Reader:
             if CHAPTER_LINE.match(clean(line)):
                 self._emit_text(" ".join(pending))
                 pending = []
-                self.out.append(Block(clean(line), heading=True))
+                self.emit(make_block(line, heading=True))
             else:
                 pending.append(line)
         self._emit_text(" ".join(pending))
 
     def _emit_text(self, raw: str):
-        text = clean(raw)
-        if text:
-            self.out.append(Block(text))
+        self.emit(make_block(raw))
 
     def mark_anchor(self, el):
         el_id = el.get("id")
@@ -255,17 +364,40 @@ class _Reader:
             self.out.append(Anchor(el_id))
 
     def walk(self, el):
+        if is_noteref(el):
+            href = noteref_href(el)
+            if href:
+                self.block_notes.append(href)
+            return
         if is_unread(el):
             return
+        if is_scene_break(el):
+            self.flush()
+            self.pending_break = True
+            return
+        if el in self.note_elements:
+            self.flush()
+            self.in_note += 1
+            try:
+                self._walk(el)
+            finally:
+                self.flush()
+                self.in_note -= 1
+            return
+        self._walk(el)
+
+    def _walk(self, el):
         self.mark_anchor(el)
         tag = local_name(el)
         if tag == "tr":
             self.flush()
+            self._note_refs(el)
             self.add(row_text(el))
             self.flush()
             return
         if tag == "hgroup":
             self.flush()
+            self._note_refs(el)
             self.add(heading_group_text(el))
             self.flush(heading=True)
             return
@@ -281,10 +413,15 @@ class _Reader:
             self.flush()
         link = tag == "a" and _is_internal_link(el)
         self.in_link += link
+        ph = ssml_phonemes(el)
+        if ph:
+            self.parts.append(PH_START + ph + PH_MID)
         self.add(el.text)
         for child in el:
             self.walk(child)
             self.add(child.tail)
+        if ph:
+            self.parts.append(PH_END)
         self.in_link -= link
         if block:
             self.flush(heading=tag in HEADING_TAGS)
@@ -293,19 +430,31 @@ class _Reader:
         """Verse: each stanza (or the whole group if it has no stanzas) becomes one block."""
         stanzas = [c for c in el if _is_stanza(c)]
         if not stanzas:
+            self._note_refs(el)
             lines = inline_lines(el)
             if lines:
-                self.out.append(Block(join_verse_lines(lines)))
+                self.emit(make_block(join_verse_lines(lines)))
             return
         for child in el:
             if _is_stanza(child):
                 self.mark_anchor(child)
+                self._note_refs(child)
                 lines = inline_lines(child)
                 if lines:
-                    self.out.append(Block(join_verse_lines(lines)))
+                    self.emit(make_block(join_verse_lines(lines)))
             elif not is_unread(child):
                 self.walk(child)
                 self.flush()
+
+
+    def _note_refs(self, el):
+        """Note references inside verse, which is read through inline_text rather than walk."""
+        for d in el.iter():
+            if isinstance(d.tag, str) and is_noteref(d) and not any(is_unread(a) for a in d.iterancestors()
+                                                                   if a is not el):
+                href = noteref_href(d)
+                if href:
+                    self.block_notes.append(href)
 
 
 def _is_stanza(el) -> bool:
@@ -324,17 +473,22 @@ def inline_text(el) -> str:
 
 
 def _collect(el, parts: list[str]):
-    if is_unread(el):
+    if is_unread(el) or is_noteref(el):
         return
     tag = local_name(el)
     if tag == "br" or tag in BLOCK_TAGS:
         parts.append(LINE_BREAK)
+    ph = ssml_phonemes(el)
+    if ph:
+        parts.append(PH_START + ph + PH_MID)
     if el.text:
         parts.append(el.text)
     for child in el:
         _collect(child, parts)
         if child.tail:
             parts.append(child.tail)
+    if ph:
+        parts.append(PH_END)
     if tag in BLOCK_TAGS:
         parts.append(LINE_BREAK)
 
