@@ -14,19 +14,26 @@ full-size weights (Qwen2-0.5B shape + speech head), decoding after a 150-token p
     that is the platform the issue targets for MLX. (MLX fp32 with the system OpenBLAS
     preloaded reaches ~7 tok/s on Linux, on par with torch fp32: a finding, not a configuration
     we ship.) Apple numbers have not been measured here: run `bench/llm.py` on a Mac to confirm.
+    A rerun of bench/llm.py on a *shared, loaded* machine (load average 1.3-3.7 on 2 cores,
+    2026-11-29) gave torch fp32/bf16/int8 4.5/5.7/6.4 tok/s and MLX fp32/fp16/bf16/int8/int4
+    5.1/1.8/3.3/3.7/3.8 tok/s, MLX prefill 18-38 s vs torch 3-7 s: contention blurs the decode
+    ranking (torch's OpenMP threads suffer most), not the prefill one nor the quiet figures above.
 
 Precisions: torch ``fp32`` (reference, bit-reproducible), ``bf16`` (every parameter bfloat16) and
 ``int8`` (`torch.ao.quantization.quantize_dynamic`, per-output-channel int8 weights with int8
 dynamic activations, on the 7 projections of every Qwen2 layer; the text embedding, norms,
 `speech_embedding` and `llm_decoder` stay fp32). MLX: see `llm_mlx` (fp32, fp16, bf16, int8,
-int4). What a built LLM reports as `.precision` is read back from its modules/dtypes, never from
-the request.
+int4). ONNX Runtime (``onnx``, CPU, asked for explicitly, never chosen by ``auto``): see
+`llm_onnx` (fp32, int8, int4; 2.4x / 6x / 7x torch fp32 decode on a 2-core x86, bench/cosyvoice3.py).
+What a built LLM reports as `.precision` is read back from its modules/dtypes (ONNX: the
+operator types of the session's graph), never from the request.
 
 Recording convention (`describe_pipeline`, used for `VoiceInfo.backend` / `.precision`):
 
     backend    the distinct backends of the stages in pipeline order (llm, flow, hift), joined
                with "+": "torch" when every stage ran on torch, "mlx+torch" when the LLM ran on
-               MLX and flow + vocoder on torch.
+               MLX and flow + vocoder on torch, "onnx+torch" for an ONNX LLM, "torch+onnx" for
+               a torch LLM with an ONNX flow (flow_fast).
     precision  one name when every stage ran at it ("fp32"); otherwise each stage as
                stage=precision in pipeline order, e.g. "llm=int8,flow=fp32,hift=fp32".
                HiFT's f0 predictor runs in float64 as part of the fp32 reference recipe, and
@@ -47,10 +54,11 @@ from torch import nn
 
 from .llm import CosyVoice3LM, LLMArgs, NextLogp
 
-BACKEND_CHOICES = ("auto", "mlx", "torch")
+BACKEND_CHOICES = ("auto", "mlx", "torch", "onnx")
 LLM_PRECISIONS: dict[str, tuple[str, ...]] = {
     "torch": ("fp32", "bf16", "int8"),
     "mlx": ("fp32", "fp16", "bf16", "int8", "int4"),
+    "onnx": ("fp32", "int8", "int4"),  # llm_onnx: ONNX Runtime on the CPU, opt-in (never "auto")
 }
 
 
@@ -75,15 +83,16 @@ def mlx_available() -> bool:
 def choose_llm_backend(
     requested: str = "auto", platform: PlatformInfo | None = None, *, have_mlx: bool | None = None
 ) -> str:
-    """"torch" or "mlx" for a request of "auto", "mlx" or "torch" (see the module docstring).
+    """"torch", "mlx" or "onnx" for a request of "auto", "mlx", "torch" or "onnx" (see the module docstring).
 
-    "auto" picks MLX on Apple Silicon only if mlx and mlx-lm are importable, else torch.
+    "auto" picks MLX on Apple Silicon only if mlx and mlx-lm are importable, else torch; it
+    never picks "onnx" (the ONNX Runtime backend is a CPU speed option, asked for explicitly).
     An explicit "mlx" without them is a ValueError.
     """
     if requested not in BACKEND_CHOICES:
         raise ValueError(f"LLM backend must be one of {', '.join(BACKEND_CHOICES)}; got {requested!r}")
-    if requested == "torch":
-        return "torch"
+    if requested in ("torch", "onnx"):
+        return requested
     have = mlx_available() if have_mlx is None else have_mlx
     if requested == "mlx":
         if not have:
@@ -176,6 +185,14 @@ def build_torch_llm(config_json: dict, state_dict: dict, precision: str = "fp32"
     if precision == "bf16":
         model.to(torch.bfloat16)
     elif precision == "int8":
+        # Every tensor that survives quantisation (text embedding, speech tables, norms, and the
+        # Linear biases, which the packed int8 layers keep by reference) must own its memory:
+        # one tensor still pointing into llm.pt's memory map keeps every page the quantiser read
+        # resident (measured full size: RSS 2.07 GB with the map alive, vs the model's ~1.2 GB).
+        block_weights = {id(m.weight) for m in model.qwen2.layers.modules() if isinstance(m, nn.Linear)}
+        for param in model.parameters():
+            if id(param) not in block_weights:
+                param.data = param.data.clone()
         _quantize_int8_dynamic(model)
     return TorchSpeechLM(model)
 
@@ -201,6 +218,7 @@ def build_llm(
     *,
     platform: PlatformInfo | None = None,
     cache_root: Any = None,
+    threads: int | None = None,
 ) -> SpeechLM:
     """The LLM stage of `checkpoint` (a `checkpoint.Checkpoint`) on a backend at a precision.
 
@@ -208,6 +226,10 @@ def build_llm(
     `checkpoint.llm_state_dict` (the memory-mapped torch tensors) *before* building the MLX
     model, so the process never holds both copies. For torch the model adopts those tensors
     (fp32) or replaces them (bf16, int8), and the checkpoint's dict is emptied likewise.
+    For ONNX the graph is exported (and quantised) once per (model_id, precision) into
+    cache_dir()/onnx/<model_id>-<precision>/; only the two embedding tables of llm.pt are kept
+    (memory-mapped), and the session runs `threads` intra-op threads (default: torch's count,
+    i.e. the worker's budget).
     """
     chosen = choose_llm_backend(backend, platform)
     check_precision(chosen, precision)
@@ -216,6 +238,19 @@ def build_llm(
     def release() -> None:
         checkpoint.llm_state_dict = {}
 
+    if chosen == "onnx":
+        from .llm_onnx import load_onnx_llm
+
+        del sd
+        return load_onnx_llm(
+            checkpoint.qwen_config,
+            lambda: checkpoint.llm_state_dict,
+            checkpoint.model_id,
+            precision,
+            cache_root,
+            threads=threads,
+            release=release,
+        )
     if chosen == "mlx":
         from .llm_mlx import load_mlx_llm
 

@@ -35,6 +35,7 @@ from . import frontend
 from .backends import SpeechLM, build_llm, describe_pipeline, torch_module_precision
 from .checkpoint import load_checkpoint
 from .flow import load_flow
+from .flow_fast import flow_precision as flow_precision_of
 from .generate import filter_silent_tokens, generate_speech_tokens
 from .hift import load_hift
 from .profile import Profile, load_profile
@@ -77,12 +78,20 @@ class CosyVoice3Voice:
         max_tokens_per_segment: int | None = DEFAULT_MAX_TOKENS_PER_SEGMENT,
         llm_backend: str = "auto",
         llm_precision: str = "fp32",
+        flow_precision: str = "fp32",
+        threads: int | None = None,
     ) -> "CosyVoice3Voice":
         """Load weights (memory-mapped) and a saved profile. Needs no ONNX model.
 
         llm_backend: "auto" (MLX on Apple Silicon, torch elsewhere), "mlx" or "torch".
         llm_precision: "fp32" (reference), "bf16", "int8" on either backend; "fp16", "int4" on MLX.
         The MLX weights are converted once per model and precision into the engine's cache dir.
+        llm_backend "onnx" (ONNX Runtime on the CPU) runs at "fp32", "int8" or "int4"; its graph is
+        exported once per model and precision into the cache dir (see llm_onnx).
+        flow_precision: "fp32" (the faithful torch flow), "onnx-fp32" (same math on ONNX Runtime,
+        within ~1e-5), "int8" (torch dynamic int8), "onnx-int8"; see flow_fast.
+        threads: intra-op threads of the ONNX sessions (default: torch's current count, which
+        the worker sets to its budget).
         """
         ckpt = load_checkpoint(model_dir)
         profile = load_profile(profile_dir)
@@ -92,8 +101,12 @@ class CosyVoice3Voice:
                 f"not {ckpt.model_id}; re-create the profile with this model"
             )
         tokenizer = frontend.load_text_tokenizer(ckpt.paths.blank_en)
-        llm = build_llm(ckpt, llm_backend, llm_precision)  # frees ckpt's torch LLM tensors
+        llm = build_llm(ckpt, llm_backend, llm_precision, threads=threads)  # frees ckpt's torch LLM tensors
         flow = load_flow(ckpt.flow_state_dict)
+        if flow_precision != "fp32":
+            from .flow_fast import apply_flow_precision
+
+            apply_flow_precision(flow, flow_precision, ckpt.model_id, threads=threads)
         # HiFT renders only the generated tokens (2 frames = 0.04 s each), so a per-segment token cap
         # bounds its fixed noise buffer too (36 kB per second; 300 s = upstream's full buffer)
         seconds = 300.0 if max_tokens_per_segment is None else min(300.0, max_tokens_per_segment / 25 + 1)
@@ -112,7 +125,7 @@ class CosyVoice3Voice:
 
         backend, precision = describe_pipeline([
             ("llm", llm.backend, llm.precision),
-            ("flow", "torch", torch_module_precision(flow)),
+            ("flow", *flow_precision_of(flow)),  # read back from the estimator's type / modules
             ("hift", "torch", torch_module_precision(hift)),
         ])  # fmt: skip
         versions = {"torch": torch.__version__, "epub2audio": epub2audio.__version__}
@@ -120,13 +133,19 @@ class CosyVoice3Voice:
             from importlib.metadata import version
 
             versions.update({"mlx": version("mlx"), "mlx-lm": version("mlx-lm")})
+        if "onnx" in backend:
+            import onnxruntime
+
+            versions["onnxruntime"] = onnxruntime.__version__
         info = VoiceInfo(
             name=f"cosyvoice3:{profile.name}",
             narrator=f"CosyVoice3 ({profile.name})",
             sample_rate=SAMPLE_RATE,
             backend=backend,
             precision=precision,
-            model_id=f"{ckpt.model_id}+profile-{_profile_digest(profile)}",
+            # Backend and precision change the audio, so they are part of its identity: a job
+            # resumed at another precision renders new segments instead of mixing the two.
+            model_id=f"{ckpt.model_id}+profile-{_profile_digest(profile)}+{backend}:{precision}",
             versions=versions,
         )
         return cls(
