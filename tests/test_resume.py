@@ -180,3 +180,14 @@ def test_regen_remakes_one_segment_byte_identically(book, reference, tmp_path):
     assert (run.code, run.stderr.strip()) == (2, f"epub2audio: error: {out}: the job has no segment 9 in chapter 2")
     run = epub2audio("regen", tmp_path / "other.m4b", "--segment", "1.1")
     assert run.code == 2 and "no conversion job found" in run.stderr
+
+
+def test_a_partial_m4b_left_by_a_killed_run_is_removed_by_the_next(tmp_path):
+    book = story_epub(tmp_path, THREE_CHAPTERS)
+    out = tmp_path / "story.m4b"
+    stale = tmp_path / ".story.0badf00d.partial.m4b"
+    stale.write_bytes(b"half an audiobook")
+    other = tmp_path / ".other.0badf00d.partial.m4b"
+    other.write_bytes(b"not ours")
+    assert epub2audio(book, "-o", out, "--voice", "tone").code == 0
+    assert not stale.exists() and other.exists() and out.exists()

@@ -33,12 +33,24 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1-3,7 (numbers from --list-chapters)")
     p.add_argument("--voice", help="joe (default, the embedded voice), tone, or a saved CosyVoice3 voice (see `epub2audio voice list`)")
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
+    p.add_argument("--llm-backend", choices=("auto", "torch", "mlx"),
+                   help="CosyVoice3 LLM stage: auto = MLX on Apple Silicon, torch elsewhere (measured; see README)")
+    p.add_argument("--llm-precision", choices=("fp32", "bf16", "fp16", "int8", "int4"),
+                   help="CosyVoice3 LLM weights: fp32 (reference), bf16, int8 (torch or MLX); fp16, int4 (MLX)")
     p.add_argument("--workers", type=int, help="worker processes rendering in parallel (default 1)")
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="progress display; json writes one event per line to stdout")
     p.add_argument("--meta", type=Path, help="JSON file of metadata that overrides the book's (title, authors, ...)")
     p.add_argument("--seed", type=int, help="job seed for voices that sample (default 1986)")
     p.add_argument("--work-dir", type=Path, help="where the resumable job lives (default: a cache folder)")
+    p.add_argument("--notes", choices=("skip", "inline", "chapter-end"),
+                   help="footnotes and endnotes: skip (default; note sections stay chapters), inline "
+                        "(read after the paragraph that cites them) or chapter-end")
+    p.add_argument("--say-titles", choices=("yes", "no"),
+                   help="read each chapter's heading aloud (default yes)")
+    p.add_argument("--lexicon", type=Path, metavar="FILE",
+                   help="pronunciations: `word = respelling` or `word = /ipa/` lines (adds to config.toml's "
+                        "lexicon and BOOK.epub2audio.toml's, and wins over them)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("--version", action="version", version=f"epub2audio {__version__}")
     return p
@@ -178,13 +190,25 @@ def _read_metadata(path: Path | None) -> dict:
     return data
 
 
+def _cosyvoice3_options(args: argparse.Namespace, config: dict) -> dict:
+    return {"llm_backend": args.llm_backend or config.get("llm_backend", "auto"),
+            "llm_precision": args.llm_precision or config.get("llm_precision", "fp32")}
+
+
 def run_convert(args: argparse.Namespace) -> int:
     from .book.epub import load_book
     from .config import load_config, worker_policy
-    from .render import ConvertOptions, convert
+    from .render import ConvertOptions, convert, reading_for
 
+    reading_options = ConvertOptions(
+        notes=args.notes, say_titles=None if args.say_titles is None else args.say_titles == "yes",
+        lexicon=args.lexicon,
+    )
+    if args.lexicon is not None and not args.lexicon.is_file():
+        raise InputError(f"--lexicon: {args.lexicon}: no such file")
     if args.list_chapters:
-        book = load_book(args.book)
+        # The same notes policy as the conversion, so chapter numbers match --chapters.
+        book = load_book(args.book, notes=reading_for(args.book, reading_options).notes)
         print(json.dumps(chapter_listing(book), ensure_ascii=False) if args.progress == "json" else chapter_table(book))
         return EXIT_OK
     if not args.book.is_file():
@@ -193,11 +217,11 @@ def run_convert(args: argparse.Namespace) -> int:
 
     config = load_config()
     output = args.output or args.book.with_suffix(".m4b")
-    workers = args.workers or int(config.get("workers", 1))
+    workers = args.workers if args.workers is not None else int(config.get("workers", 1))
     if workers < 1:
         raise InputError("--workers must be at least 1")
     voice = resolve(args.voice or config.get("voice", "joe"), config=config, model_dir=args.model_dir,
-                    workers=workers)
+                    workers=workers, extra=_cosyvoice3_options(args, config))
     options = ConvertOptions(
         voice=voice.name,
         voice_options=voice.options,
@@ -207,6 +231,9 @@ def run_convert(args: argparse.Namespace) -> int:
         policy=worker_policy(config),
         metadata=_read_metadata(args.meta),
         work_dir=args.work_dir,
+        notes=reading_options.notes,
+        say_titles=reading_options.say_titles,
+        lexicon=reading_options.lexicon,
     )
     if args.seed is not None:
         options.job_seed = args.seed
@@ -228,6 +255,12 @@ def main(argv: list[str] | None = None) -> int:
             return run_regen(regen_parser().parse_args(argv[1:]))
         if argv[:1] == ["voice"]:
             return run_voice(voice_parser().parse_args(argv[1:]))
+        if argv[:1] == ["watch"]:
+            from . import watch
+
+            parser = _Parser(prog="epub2audio watch", description="Watch a folder: every EPUB dropped into it becomes an M4B.")
+            watch.add_arguments(parser)
+            return watch.run(parser.parse_args(argv[1:]))
         return run_convert(convert_parser().parse_args(argv))
     except InputError as error:
         return _fail(EXIT_BAD_INPUT, str(error), json_mode)

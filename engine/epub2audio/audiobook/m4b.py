@@ -21,6 +21,7 @@ How (see /work/shared/reference/m4b.md §3 and audio-toolchain.md §3, §5):
 
 from __future__ import annotations
 
+import glob
 import html
 import itertools
 import os
@@ -176,6 +177,7 @@ def write_m4b(
     starts = list(itertools.accumulate(lengths[:-1], initial=0))
     total = starts[-1] + lengths[-1]
 
+    _remove_stale_partials(out_path)
     tmp = _create_partial(out_path)
     try:
         with tempfile.TemporaryDirectory(prefix="epub2audio-m4b-") as work:
@@ -193,6 +195,13 @@ def write_m4b(
         raise
     _fsync_dir(out_path.parent)  # make the rename itself durable
     return M4BResult(path=out_path, duration_samples=total, chapter_starts=starts)
+
+
+def _remove_stale_partials(out_path: Path) -> None:
+    """A process killed with SIGKILL mid-write cannot clean up; the next run for the same output does."""
+    for stale in out_path.parent.glob(f".{glob.escape(out_path.stem)}.*.partial.m4b"):
+        if re.fullmatch(r"[0-9a-f]{8}", stale.name[len(out_path.stem) + 2 : -len(".partial.m4b")]):
+            stale.unlink(missing_ok=True)
 
 
 def _create_partial(out_path: Path) -> Path:

@@ -6,11 +6,20 @@ session: the same sentence then sounds different on every call and depends on ev
 synthesised before it. We rewrite the graph once at load so each random op reads its noise from an
 extra input instead, and fill those inputs from a generator seeded with the segment's seed. The
 audio is then a pure function of (text, seed, model) and a crashed job can be resumed byte for byte.
+
+Pronunciations: segment text may carry `⟦TEXT|ipa:IPA⟧` markup (book/lexicon.py). `phoneme_input`
+turns it into Piper 1.8's inline raw-phoneme block `[[ … ]]` (PiperVoice.phonemize splits the
+text at `[[…]]` and takes what is inside as phonemes, one per code point, unnormalised), so we
+NFD-normalise the IPA, map dictionary IPA onto espeak-ng's symbols and keep only symbols the
+model has ids for. `⟦TEXT⟧` (a respelling) is read as TEXT. Literal `[[` / `]]` in book text are
+broken up so they can never switch Piper into phoneme mode.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +31,46 @@ from piper import PiperVoice
 from piper.config import PiperConfig
 
 from ..files import sha256_file
+from ..book.lexicon import MARKUP
 from .base import VoiceInfo
+
+# Dictionary-style IPA (as in PLS files and ssml:ph) → the espeak-ng en-us symbols Piper's English
+# voices were trained on. Longest first.
+_IPA_TO_ESPEAK = [
+    ("ɜːr", "ɜː"), ("ɜr", "ɜː"), ("ɝ", "ɜː"), ("ər", "ɚ"), ("ʧ", "tʃ"), ("ʤ", "dʒ"), ("ʦ", "ts"),
+    ("g", "ɡ"), ("r", "ɹ"), ("y", "j"), (":", "ː"), ("'", "ˈ"), ("ˈˈ", "ˈ"), ("ɫ", "l"), ("ɚː", "ɚ"),
+    ("\u0361", ""), ("\u035c", ""), (".", ""),
+]
+_VOWELS = "aeiouæɑɒɔəɛɜɪʊʌɐɚɝøœɨʉɯɤɘɵɞɶyᵻ"
+# espeak puts the stress mark right before the stressed vowel ("θˈɜːɾi"), dictionaries before the
+# syllable ("ˈθɜrti"): move it past the syllable's leading consonants.
+_STRESS_ONSET = re.compile(rf"([ˈˌ])([^{_VOWELS}ˈˌ\s]+)(?=[{_VOWELS}])")
+
+
+def espeak_ipa(ipa: str, id_map=None) -> str:
+    """Dictionary IPA → phonemes this Piper model knows (unknown symbols are dropped)."""
+    ipa = unicodedata.normalize("NFC", ipa.strip())
+    for old, new in _IPA_TO_ESPEAK:
+        ipa = ipa.replace(old, new)
+    ipa = _STRESS_ONSET.sub(r"\2\1", ipa)
+    ipa = unicodedata.normalize("NFD", ipa)
+    ipa = re.sub(r"\s+", " ", ipa)
+    if id_map is not None:
+        ipa = "".join(c for c in ipa if c in id_map or c == " ")
+    return ipa.strip()
+
+
+def phoneme_input(text: str, id_map=None) -> str:
+    """Our segment text → the text handed to PiperVoice.phonemize (raw phonemes in [[ ]])."""
+    text = text.replace("[[", "[ [").replace("]]", "] ]")
+
+    def block(m):
+        if m.group(2) is None:
+            return m.group(1)
+        phonemes = espeak_ipa(m.group(2), id_map)
+        return f"[[ {phonemes} ]]" if phonemes else m.group(1)
+
+    return MARKUP.sub(block, text)
 
 # Frames of noise per phoneme id we provide; the graph slices what it needs. At 22.05 kHz and hop
 # 256 a phoneme id rarely lasts more than ~10 frames, so 64 leaves room for very slow speech.
@@ -123,7 +171,7 @@ class PiperEmbeddedVoice:
     def synthesize(self, text: str, seed: int) -> bytes:
         rng = np.random.Generator(np.random.PCG64(seed))
         pieces = []
-        for phonemes in self._piper.phonemize(text):
+        for phonemes in self.phonemes(text):
             if not phonemes:
                 continue
             ids = self._piper.phonemes_to_ids(phonemes)
@@ -132,6 +180,10 @@ class PiperEmbeddedVoice:
             return b""
         audio = np.concatenate(pieces) * OUTPUT_GAIN
         return (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
+
+    def phonemes(self, text: str) -> list[list[str]]:
+        """What the model is fed for a segment, sentence by sentence (no synthesis)."""
+        return self._piper.phonemize(phoneme_input(text, self._config.phoneme_id_map))
 
     def _run(self, ids: list[int], rng: np.random.Generator) -> np.ndarray:
         c = self._config
