@@ -5,6 +5,8 @@ environment variables, command-line options. Keys in config.toml:
   voice = "joe"                  workers = 1
   memory_budget_mb = 2048        max_worker_memory_mb = 0      max_requests_per_worker = 0
   segment_timeout = 600          cosyvoice3_model_dir = "/path/to/Fun-CosyVoice3-0.5B"
+  llm_backend = "auto"           llm_precision = "fp32"
+  lexicon = "/path/to/lexicon.txt"   (pronunciations shared by the command, calibre and the watcher)
 """
 
 from __future__ import annotations
