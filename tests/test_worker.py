@@ -27,7 +27,7 @@ def test_worker_reports_what_it_loaded():
     s = make()
     try:
         d = s.details
-        assert (d.name, d.sample_rate, d.backend, d.precision, d.model_id) == ("tone", 16000, "python", "int16", "tone:1")
+        assert (d.name, d.sample_rate, d.backend, d.precision, d.model_id) == ("tone", 16000, "python", "int16", "tone:2")
     finally:
         s.close()
 

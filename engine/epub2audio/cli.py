@@ -51,6 +51,8 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("--lexicon", type=Path, metavar="FILE",
                    help="pronunciations: `word = respelling` or `word = /ipa/` lines (adds to config.toml's "
                         "lexicon and BOOK.epub2audio.toml's, and wins over them)")
+    p.add_argument("--no-verify", action="store_true",
+                   help="skip the check of the finished M4B (chapters, tags, silent or cut segments, speech recognition)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("--version", action="version", version=f"epub2audio {__version__}")
     return p
@@ -231,6 +233,7 @@ def run_convert(args: argparse.Namespace) -> int:
         policy=worker_policy(config),
         metadata=_read_metadata(args.meta),
         work_dir=args.work_dir,
+        verify=not args.no_verify,
         notes=reading_options.notes,
         say_titles=reading_options.say_titles,
         lexicon=reading_options.lexicon,
@@ -255,6 +258,12 @@ def main(argv: list[str] | None = None) -> int:
             return run_regen(regen_parser().parse_args(argv[1:]))
         if argv[:1] == ["voice"]:
             return run_voice(voice_parser().parse_args(argv[1:]))
+        if argv[:1] == ["verify"]:
+            from .audiobook import verify
+
+            parser = _Parser(prog="epub2audio verify", description="Check an M4B made by epub2audio.")
+            verify.add_arguments(parser)
+            return verify.run(parser.parse_args(argv[1:]))
         if argv[:1] == ["watch"]:
             from . import watch
 

@@ -6,7 +6,8 @@ front ends read: one object a line on stdout, each with an "event" key:
   voice    {name, narrator, backend, precision, sample_rate, model_id}
   plan     {total, cached, to_render}
   segment  {done, total, chapter, index, audio_seconds, synth_seconds, eta_seconds}
-  stage    {stage: "render" | "assemble"}
+  stage    {stage: "render" | "assemble" | "verify"}
+  verify   {passed, problems, asr, coverage, wer}
   warning  {message}
   done     {output, duration_seconds, chapters, segments_rendered, seconds}
   error    {message, exit_code}
@@ -67,6 +68,13 @@ class TerminalProgress(Progress):
         elif event == "stage" and f["stage"] == "assemble":
             self.close()
             self._say("Assembling the M4B…")
+        elif event == "stage" and f["stage"] == "verify":
+            self._say("Checking the M4B (chapters, tags, audio, speech recognition)…")
+        elif event == "verify":
+            wer = f" worst chapter WER {f['wer']:.2f}," if f.get("wer") is not None else ""
+            verdict = "passed" if f["passed"] else f"FAILED ({len(f['problems'])} problems)"
+            self._say(f"Check {verdict}:{wer} text coverage {f['coverage']:.1%}" if f.get("coverage") is not None
+                      else f"Check {verdict}")
         elif event == "warning":
             self._say(f"warning: {f['message']}")
         elif event == "done":

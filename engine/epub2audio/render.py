@@ -43,6 +43,7 @@ class ConvertOptions:
     work_dir: Path | None = None
     policy: WorkerPolicy = field(default_factory=WorkerPolicy)
     metadata: dict = field(default_factory=dict)  # overrides for the book's metadata (calibre)
+    verify: bool = True  # check the M4B after writing it (container, audio, speech recognition)
     # How the book is read. None = the per-book file's setting (BOOK.epub2audio.toml), else the
     # default: notes "skip", titles said. Each changes segment texts, so the store re-renders.
     notes: str | None = None  # "skip" | "inline" | "chapter-end"
@@ -78,6 +79,23 @@ class ConvertResult:
     segments: int
     rendered: int
     work_dir: Path
+
+
+# Voices whose audio is not speech: the speech-recognition check would only fail them.
+SILENT_VOICES = {"tone"}
+
+
+def _verify(out_path: Path, work_dir: Path, progress: Progress, *, asr: bool) -> None:
+    """Check what we just wrote, as `epub2audio verify` would; a failure fails the job (exit 1) but
+    keeps the M4B: it is complete, and the report says what to listen to."""
+    from .audiobook.verify import verify_conversion
+
+    report = verify_conversion(out_path, work_dir, progress, asr=asr)
+    if not report.passed:
+        problems = "; ".join(p.message for p in report.problems[:3])
+        more = f" (and {len(report.problems) - 3} more)" if len(report.problems) > 3 else ""
+        raise JobFailed(f"{out_path.name} was written but failed verification: {problems}{more}. "
+                        f"Details: epub2audio verify {out_path}")
 
 
 class Interrupted(Exception):
@@ -305,6 +323,8 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
     progress.emit("stage", stage="assemble")
     result = assemble(store, book, out_path, details)
     store.close()
+    if options.verify:
+        _verify(out_path, work_dir, progress, asr=details.name not in SILENT_VOICES)
     progress.emit("done", output=str(out_path), duration_seconds=result.duration_samples / details.sample_rate,
                   chapters=len(chapter_indices), segments_rendered=len(todo),
                   seconds=round(time.monotonic() - started, 2))

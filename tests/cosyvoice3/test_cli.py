@@ -39,8 +39,9 @@ def test_voice_add_then_convert_in_workers(tiny_model_dir, tmp_path, env):
     assert out.splitlines()[-1].startswith("cosyvoice3:anna ")
 
     m4b = tmp_path / "fox.m4b"
+    # Random weights do not speak, so the speech check is off (it rightly fails such audio).
     code, out, err = run(SAMPLE, "-o", m4b, "--chapters", "2", "--voice", "cosyvoice3:anna", "--progress", "json",
-                         "--work-dir", tmp_path / "job", env=env)
+                         "--work-dir", tmp_path / "job", "--no-verify", env=env)
     assert code == 0, err
     events = [json.loads(line) for line in out.splitlines()]
     voice = next(e for e in events if e["event"] == "voice")
@@ -54,7 +55,7 @@ def test_voice_add_then_convert_in_workers(tiny_model_dir, tmp_path, env):
 
     # A second conversion (same seed) into another job is byte-identical.
     again = tmp_path / "again.m4b"
-    code, _, err = run(SAMPLE, "-o", again, "--chapters", "2", "--voice", "anna", env=env)
+    code, _, err = run(SAMPLE, "-o", again, "--chapters", "2", "--voice", "anna", "--no-verify", env=env)
     assert code == 0, err
     assert again.read_bytes() == m4b.read_bytes()
 

@@ -1,0 +1,271 @@
+"""`epub2audio verify`: a good conversion passes; each kind of damage fails for its own reason."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mutagen.mp4 import MP4
+
+from cli_run import THREE_CHAPTERS, epub2audio, story_epub
+from epub2audio.audiobook.ffmpeg import ffmpeg_exe
+from epub2audio.audiobook.m4b import AudioChapter, Tags, tags_for_book, write_m4b
+from epub2audio.audiobook.verify import (
+    WER_FAIL, _Seg, _text_drops, choose_windows, edit_distance, format_report, main, normalize_words,
+    verify_conversion, verify_m4b, wer,
+)
+from epub2audio.book.epub import load_book
+from epub2audio.render import audio_chapters
+from epub2audio.store import SegmentStore
+
+RATE = 22050
+
+
+# ------------------------------------------------------------------------------------------
+# Fast: the text side
+
+
+def test_normalisation_spells_numbers_the_same_on_both_sides():
+    assert normalize_words("Chapter 1: it's 1851, the 3rd of May; 50% & more.") == [
+        "chapter", "one", "its", "eighteen", "fifty", "one", "the", "third", "of", "may", "fifty",
+        "percent", "and", "more"]
+    assert normalize_words("Two o’clock, Mr. Lorry!") == normalize_words("to o'clock mister lorry")
+    assert normalize_words("1,000 café") == ["one", "thousand", "cafe"]
+
+
+def test_word_edit_distance():
+    assert edit_distance([], []) == 0
+    assert edit_distance("a b c".split(), "a b c".split()) == 0
+    assert edit_distance("a b c".split(), "a x c".split()) == 1  # substitution
+    assert edit_distance("a b c".split(), "a c".split()) == 1  # deletion
+    assert edit_distance("a b c".split(), "a b c d e".split()) == 2  # insertions
+    assert edit_distance("kitten sat on the mat".split(), "sitting on mat".split()) == 3
+    assert wer("The morning was cold.", "the morning was cold") == 0
+    assert wer("By noon the mist had gone.", "The morning was cold.") == 5 / 6  # only "the" matches
+
+
+def test_windows_are_whole_segments_chosen_from_the_seed():
+    segs = [_Seg(0, i, f"word {i}", i * 10 * RATE, 8 * RATE) for i in range(12)]  # 8 s each
+    pick = lambda seed: choose_windows(segs, RATE, 2, 30, random.Random(f"{seed}:0"))  # noqa: E731
+    windows = pick(0)
+    assert len(windows) == 2 and windows == pick(0)  # deterministic
+    assert all(len(w) == 3 for w in windows)  # 3 x 8 s fit in 30 s, a 4th would not
+    assert windows[0][0].index < windows[1][0].index  # in chapter order, no overlap
+    assert any(pick(s) != windows for s in range(1, 6))  # another seed, other windows
+    assert choose_windows(segs[:2], RATE, 2, 30, random.Random(0)) == [segs[:2]]  # short chapter: all of it
+
+
+def test_text_the_segmenter_dropped_is_found():
+    book = ["The morning was cold. Mist lay on the river.", "Nobody spoke."]
+    assert _text_drops(book, ["The morning was cold.", "Mist lay on the river.", "Nobody spoke."]) == []
+    drops = _text_drops(book, ["The morning was cold.", "Nobody spoke."])
+    assert drops == [("dropped", "'Mist lay on the river.'", 17)]
+
+
+# ------------------------------------------------------------------------------------------
+# Fast: the container, on a tone M4B written directly (no job, no ASR)
+
+
+def _tone_wav(path: Path, seconds: float, freq: float = 220.0) -> Path:
+    t = np.arange(int(seconds * RATE)) / RATE
+    pcm = (0.3 * np.sin(2 * np.pi * freq * t) * 32767).astype("<i2")
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(RATE)
+        w.writeframes(pcm.tobytes())
+    return path
+
+
+@pytest.fixture(scope="module")
+def tone_m4b(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("tone")
+    chapters = [AudioChapter("First", [_tone_wav(folder / "a.wav", 1.5), RATE // 2]),
+                AudioChapter("Second", [_tone_wav(folder / "b.wav", 1.0, 330.0), RATE // 4])]
+    tags = Tags(title="Tones", authors=["Ann Author"], narrator="A Tone")
+    return write_m4b(folder / "tones.m4b", chapters, tags, None, RATE).path
+
+
+def _problems(report, check: str) -> list[str]:
+    return [p.message for p in report.problems if p.check == check]
+
+
+def test_a_sound_m4b_passes_the_container_checks(tone_m4b):
+    report = verify_m4b(tone_m4b, None, asr=False)
+    assert report.passed, format_report(report)
+    assert (report.container["chapters_quicktime"], report.container["chapters_nero"]) == (2, 2)
+    assert [c.title for c in report.chapters] == ["First", "Second"]
+    assert [c.seconds for c in report.chapters] == [2.0, 1.25]
+    assert report.duration_seconds == 3.25
+
+
+def _remux(src: Path, dst: Path, *extra: str) -> Path:
+    subprocess.run([ffmpeg_exe(), "-v", "error", "-y", "-i", str(src), "-map", "0:a", "-c", "copy", *extra,
+                    "-f", "ipod", str(dst)], check=True)
+    return dst
+
+
+def test_an_m4b_without_chapters_fails(tone_m4b, tmp_path):
+    report = verify_m4b(_remux(tone_m4b, tmp_path / "bare.m4b", "-map_chapters", "-1"), None, asr=False)
+    assert not report.passed
+    problems = _problems(report, "container")
+    assert any("no QuickTime chapter track" in p for p in problems)
+    assert any("no Nero chpl" in p for p in problems)
+
+
+def test_an_m4b_with_only_quicktime_chapters_fails(tone_m4b, tmp_path):
+    report = verify_m4b(_remux(tone_m4b, tmp_path / "qt.m4b", "-movflags", "disable_chpl"), None, asr=False)
+    assert _problems(report, "container") == ["no Nero chpl chapters (the chapters mutagen and Android players read)"]
+    assert report.container["chapters_quicktime"] == 2
+
+
+def test_an_m4b_without_stik_or_title_fails(tone_m4b, tmp_path):
+    damaged = tmp_path / "nostik.m4b"
+    shutil.copy(tone_m4b, damaged)
+    mp4 = MP4(damaged)
+    del mp4["stik"], mp4["©nam"]
+    mp4.save()
+    report = verify_m4b(damaged, None, asr=False)
+    problems = _problems(report, "container")
+    assert len(problems) == 2 and not report.passed
+    assert "missing tags: ©nam (title)" in problems
+    assert any(p.startswith("stik (media kind) is None") for p in problems)
+
+
+def test_command_exit_codes(tone_m4b, tmp_path, capsys):
+    assert main([str(tone_m4b), "--no-asr"]) == 0
+    assert "tones.m4b: PASS" in capsys.readouterr().out
+    not_m4b = tmp_path / "x.m4b"
+    not_m4b.write_bytes(b"not an mp4 at all")
+    assert main([str(not_m4b)]) == 2
+    assert main([str(tmp_path / "missing.m4b")]) == 2
+    assert main([str(tone_m4b), "--work-dir", str(tmp_path)]) == 2  # no job there
+    assert main([str(_remux(tone_m4b, tmp_path / "bare.m4b", "-map_chapters", "-1")), "--no-asr", "--json"]) == 1
+    assert '"passed": false' in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------
+# Slow: a real conversion with the embedded voice, then damaged copies of it
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    """Chapters One and Two of THREE_CHAPTERS read by Joe; (m4b, job dir, epub)."""
+    folder = tmp_path_factory.mktemp("verify")
+    book = story_epub(folder, THREE_CHAPTERS)
+    out, job = folder / "story.m4b", folder / "job"
+    env = dict(os.environ, EPUB2AUDIO_CACHE_DIR=str(folder / "cache"))
+    run = epub2audio(book, "-o", out, "--chapters", "1-2", "--work-dir", job, "--progress", "none", env=env)
+    assert run.code == 0, run.stderr
+    return out, job, book
+
+
+def _damage(converted, tmp_path, change) -> tuple[Path, Path]:
+    """Copy the job, let change(store, plan) rewrite segment WAVs, and assemble a new M4B from it."""
+    _out, job, book_path = converted
+    job_copy = tmp_path / "job"
+    shutil.copytree(job, job_copy)
+    store = SegmentStore(job_copy)
+    plan = {(c, i): store.audio_path(k) for c, i, k, _p in store.plan()}
+    change(plan)
+    book = load_book(book_path)
+    out = tmp_path / "damaged.m4b"
+    write_m4b(out, list(audio_chapters(store, RATE).values()), tags_for_book(book, "Joe"), book.cover, RATE)
+    store.close()
+    return out, job_copy
+
+
+def _read(path: Path) -> bytes:
+    with wave.open(str(path), "rb") as w:
+        return w.readframes(w.getnframes())
+
+
+def _write(path: Path, pcm: bytes) -> None:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(RATE)
+        w.writeframes(pcm)
+
+
+@pytest.mark.slow
+def test_a_good_conversion_passes(converted, capsys):
+    out, job, _book = converted
+    report = verify_m4b(out, job)
+    assert report.passed, format_report(report)
+    assert report.asr == "done"
+    assert [(c.title, c.book_chapter, c.segments) for c in report.chapters] == [("One", 1, 4), ("Two", 2, 4)]
+    for chapter in report.chapters:
+        assert chapter.windows and chapter.wer is not None and chapter.wer <= WER_FAIL
+        assert chapter.coverage == 1.0 and chapter.read_characters == chapter.book_characters
+    assert [(s.title, s.reason) for s in report.skipped] == [("Three", "chapter not selected (--chapters)")]
+    assert report.coverage == pytest.approx(2 / 3, abs=0.05)
+    # The command finds the job by itself only for outputs converted without --work-dir; given it, it passes.
+    assert main([str(out), "--work-dir", str(job), "--windows", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "story.m4b: PASS" in text and "Three: chapter not selected" in text
+    # What render.py calls after a conversion: the report plus two progress events.
+    events = []
+
+    class Recorder:
+        def emit(self, event, **fields):
+            events.append((event, fields))
+
+    assert verify_conversion(out, job, Recorder(), asr=False).passed
+    assert events == [("stage", {"stage": "verify"}),
+                      ("verify", {"passed": True, "problems": [], "asr": "off", "coverage": report.coverage,
+                                  "wer": None})]
+
+
+@pytest.mark.slow
+def test_a_silent_chapter_fails(converted, tmp_path):
+    def silence_chapter_two(plan):
+        for (chapter, _i), wav in plan.items():
+            if chapter == 1:
+                _write(wav, bytes(len(_read(wav))))
+
+    out, job = _damage(converted, tmp_path, silence_chapter_two)
+    report = verify_m4b(out, job)
+    assert not report.passed
+    one, two = report.chapters
+    assert one.passed and not two.passed
+    assert two.silent_segments == 4 and two.long_silences == 1
+    assert {p.check for p in report.problems} == {"silence", "gap", "asr"}
+    assert all(p.chapter == 2 for p in report.problems)
+    assert any("nothing intelligible" in m for m in _problems(report, "asr"))
+
+
+@pytest.mark.slow
+def test_a_truncated_segment_fails(converted, tmp_path):
+    def cut(plan):  # chapter 1, segment 2: "The morning was cold." to 10 % of its audio
+        wav = plan[(0, 1)]
+        pcm = _read(wav)
+        _write(wav, pcm[: len(pcm) // 20 * 2])
+
+    out, job = _damage(converted, tmp_path, cut)
+    report = verify_m4b(out, job, asr=False)
+    assert not report.passed
+    assert [(p.check, p.chapter, p.segment) for p in report.problems] == [("pace", 1, 2)]
+    assert "too short for its text" in report.problems[0].message
+    # The undamaged M4B no longer matches the damaged job: it is reported as stale, not checked.
+    stale = verify_m4b(converted[0], job, asr=False)
+    assert [p.check for p in stale.problems] == ["layout"]
+
+
+@pytest.mark.slow
+def test_audio_of_the_wrong_text_fails(converted, tmp_path):
+    def swap_chapters(plan):  # chapter One's segments now hold chapter Two's audio and vice versa
+        for i in range(4):
+            a, b = plan[(0, i)], plan[(1, i)]
+            pcm_a, pcm_b = _read(a), _read(b)
+            _write(a, pcm_b), _write(b, pcm_a)
+
+    out, job = _damage(converted, tmp_path, swap_chapters)
+    report = verify_m4b(out, job)
+    assert not report.passed
+    assert {p.check for p in report.problems} == {"asr"}
+    assert [p.chapter for p in report.problems] == [1, 2]
+    assert all(c.wer > 0.7 for c in report.chapters)
+    assert all(c.coverage == 1.0 for c in report.chapters)  # the plan was right, the audio is not
