@@ -33,8 +33,10 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1-3,7 (numbers from --list-chapters)")
     p.add_argument("--voice", help="joe (default, the embedded voice), tone, or a saved CosyVoice3 voice (see `epub2audio voice list`)")
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
-    p.add_argument("--llm-backend", choices=("auto", "torch", "mlx"),
+    p.add_argument("--llm-backend", choices=("auto", "torch", "mlx", "onnx"),
                    help="CosyVoice3 LLM stage: auto = MLX on Apple Silicon, torch elsewhere (measured; see README)")
+    p.add_argument("--flow-precision", choices=("fp32", "onnx-fp32", "int8", "onnx-int8"),
+                   help="CosyVoice3 flow: fp32 (reference), onnx-fp32 (within 1e-4), int8 or onnx-int8 (faster, not exact)")
     p.add_argument("--llm-precision", choices=("fp32", "bf16", "fp16", "int8", "int4"),
                    help="CosyVoice3 LLM weights: fp32 (reference), bf16, int8 (torch or MLX); fp16, int4 (MLX)")
     p.add_argument("--workers", type=int, help="worker processes rendering in parallel (default 1)")
@@ -91,6 +93,8 @@ def voice_parser() -> argparse.ArgumentParser:
     add.add_argument("--wav", type=Path, required=True, help="the reference recording (≥16 kHz, ≤30 s)")
     add.add_argument("--text", help="what the recording says (default: transcribed with the packaged Whisper)")
     add.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder")
+    add.add_argument("--max-seconds", type=float,
+                     help="cut the recording at a pause before this length (a shorter prompt makes every segment faster)")
     sub.add_parser("list", help="the voices you can use")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
@@ -109,7 +113,9 @@ def run_voice(args: argparse.Namespace) -> int:
     model_dir = args.model_dir or load_config().get("cosyvoice3_model_dir")
     if not model_dir:
         raise InputError("voice add: say where Fun-CosyVoice3-0.5B is with --model-dir (or cosyvoice3_model_dir)")
-    result = add_profile(args.name, args.wav, args.text, Path(model_dir))
+    if args.max_seconds is not None and args.max_seconds < 3:
+        raise InputError("--max-seconds: keep at least 3 seconds of the reference")
+    result = add_profile(args.name, args.wav, args.text, Path(model_dir), args.max_seconds)
     print(f"Saved voice cosyvoice3:{args.name} ({result['seconds']:.1f} s, {result['tokens']} speech tokens). "
           f"Transcript: {result['transcript']!r}")
     return EXIT_OK
@@ -194,7 +200,8 @@ def _read_metadata(path: Path | None) -> dict:
 
 def _cosyvoice3_options(args: argparse.Namespace, config: dict) -> dict:
     return {"llm_backend": args.llm_backend or config.get("llm_backend", "auto"),
-            "llm_precision": args.llm_precision or config.get("llm_precision", "fp32")}
+            "llm_precision": args.llm_precision or config.get("llm_precision", "fp32"),
+            "flow_precision": args.flow_precision or config.get("flow_precision", "fp32")}
 
 
 def run_convert(args: argparse.Namespace) -> int:

@@ -71,3 +71,17 @@ def test_voice_add_rejects_a_wrong_model_dir(tmp_path, env):
     wav = fx.write_sine_wav(tmp_path / "anna.wav", seconds=1.2, sample_rate=24000)
     code, _, err = run("voice", "add", "anna", "--wav", wav, "--text", "Hi.", "--model-dir", tmp_path, env=env)
     assert code == 2 and err.count("\n") == 1 and "epub2audio: error: " in err
+
+
+def test_voice_add_can_shorten_the_reference(tiny_model_dir, tmp_path, monkeypatch):
+    from epub2audio.errors import InputError
+    from epub2audio.voices.cosyvoice3 import profile as pr
+
+    wav = fx.write_sine_wav(tmp_path / "long.wav", seconds=8.0, sample_rate=24000)
+    monkeypatch.setattr(pr, "transcribe", lambda wave16k: "what the kept part says")
+    kept = pr.make_profile(tiny_model_dir, wav, None, max_seconds=4.0)
+    assert 2.0 <= kept.duration <= 4.0 and kept.transcript == "what the kept part says"
+    whole = pr.make_profile(tiny_model_dir, wav, "all of it", max_seconds=10.0)
+    assert whole.duration == 8.0  # shorter than the limit: nothing cut, --text kept
+    with pytest.raises(InputError, match="would be cut, so --text would no longer match"):
+        pr.make_profile(tiny_model_dir, wav, "all of it", max_seconds=4.0)

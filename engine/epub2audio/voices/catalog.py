@@ -48,10 +48,17 @@ def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: 
     model = model_dir or config.get("cosyvoice3_model_dir") or _recorded_model_dir(profile_dir)
     if not model:
         raise InputError(f"voice {profile!r}: say where Fun-CosyVoice3-0.5B is (--model-dir or cosyvoice3_model_dir)")
-    # torch uses every core it is given; share them between workers instead of oversubscribing.
-    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+    # Never more busy threads than cores: oversubscribed OpenMP teams are slower than one thread.
+    threads = max(1, _available_cores() // max(1, workers))
     return VoiceChoice(f"cosyvoice3:{profile}", {"model_dir": str(model), "profile_dir": str(profile_dir),
                                                  "extra": extra or {}}, threads)
+
+
+def _available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _recorded_model_dir(profile_dir: Path) -> str | None:
@@ -61,14 +68,14 @@ def _recorded_model_dir(profile_dir: Path) -> str | None:
         return None
 
 
-def add_profile(name: str, wav: Path, text: str | None, model_dir: Path) -> dict:
+def add_profile(name: str, wav: Path, text: str | None, model_dir: Path, max_seconds: float | None = None) -> dict:
     """Compute and store a CosyVoice3 voice profile (prompt tokens, mel, speaker embedding)."""
     if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES:
         raise InputError(f"{name!r} cannot be a voice name")
     if not Path(wav).is_file():
         raise InputError(f"{wav}: no such file")
     request = {"name": name, "wav": str(Path(wav).resolve()), "text": text, "model_dir": str(model_dir),
-               "profile_dir": str(profiles_dir() / name)}
+               "profile_dir": str(profiles_dir() / name), "max_seconds": max_seconds}
     proc = subprocess.run([sys.executable, "-m", "epub2audio.voices.cosyvoice3.make_profile", json.dumps(request)],
                           capture_output=True, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]

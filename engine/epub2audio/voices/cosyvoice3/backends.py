@@ -24,7 +24,8 @@ Precisions: torch ``fp32`` (reference, bit-reproducible), ``bf16`` (every parame
 dynamic activations, on the 7 projections of every Qwen2 layer; the text embedding, norms,
 `speech_embedding` and `llm_decoder` stay fp32). MLX: see `llm_mlx` (fp32, fp16, bf16, int8,
 int4). ONNX Runtime (``onnx``, CPU, asked for explicitly, never chosen by ``auto``): see
-`llm_onnx` (fp32, int8, int4; 2.4x / 6x / 7x torch fp32 decode on a 2-core x86, bench/cosyvoice3.py).
+`llm_onnx` (fp32, int8, int4: 1.7x / 4.9x / 5.7x torch fp32's decode rate on a shared 2-core x86
+at 1 thread, bench/cosyvoice3.py; fp32 within 1e-4 of torch, the quantised ones measurably not).
 What a built LLM reports as `.precision` is read back from its modules/dtypes (ONNX: the
 operator types of the session's graph), never from the request.
 

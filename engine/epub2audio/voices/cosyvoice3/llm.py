@@ -12,7 +12,9 @@ used at all. Module names mirror upstream's `llm.pt` exactly (`llm.model.model.l
 checkpoint loads with a strict `load_state_dict`.
 
 Everything here is written for one sequence at a time (batch 1) with a small KV cache of our own;
-that is all the decode loop in `generate.py` needs. fp32 is the reference precision.
+that is all the decode loop in `generate.py` needs. fp32 is the reference precision. (The opt-in
+batched decoder in `batched.py` passes per-row position ids and an attention mask through
+`Qwen2Model.forward`; without them nothing changes.)
 """
 
 from __future__ import annotations
@@ -201,10 +203,10 @@ class RMSNorm(nn.Module):
 
 
 def rope_cos_sin(args: LLMArgs, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos/sin tables [L, head_dim] for the given positions (NeoX layout: two halves, not pairs)."""
+    """cos/sin tables [..., L, head_dim] for positions [..., L] (NeoX layout: two halves, not pairs)."""
     exponents = torch.arange(0, args.head_dim, 2, dtype=torch.int64, device=positions.device).float() / args.head_dim
     inv_freq = 1.0 / (args.rope_theta**exponents)
-    angles = positions.float()[:, None] * inv_freq[None, :]
+    angles = positions.float()[..., None] * inv_freq
     angles = torch.cat([angles, angles], dim=-1)
     return angles.cos().to(dtype), angles.sin().to(dtype)
 
@@ -226,8 +228,11 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.n_heads * self.head_dim, h, bias=False)
 
     def forward(
-        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: LayerCache | None
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: LayerCache | None,
+        mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """`mask` (batched decoding, see batched.py): bool [B, 1, n, past + n], True = may attend;
+        it replaces the causal rule. Without it, every row of the batch is causal and unpadded."""
         b, n, _ = x.shape
         q = self.q_proj(x).view(b, n, self.n_heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(b, n, self.n_kv, self.head_dim).transpose(1, 2)
@@ -237,7 +242,9 @@ class Attention(nn.Module):
         if cache is not None:
             past = cache.offset
             k, v = cache.update(k, v)
-        if n == 1:  # one new position sees everything before it
+        if mask is not None:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        elif n == 1:  # one new position sees everything before it
             out = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
         elif past == 0:
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
@@ -267,8 +274,8 @@ class DecoderLayer(nn.Module):
         self.input_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps)
 
-    def forward(self, x, cos, sin, cache: LayerCache | None) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache)
+    def forward(self, x, cos, sin, cache: LayerCache | None, mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, mask)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -285,14 +292,24 @@ class Qwen2Model(nn.Module):
     def make_cache(self) -> list[LayerCache]:
         return [LayerCache() for _ in self.layers]
 
-    def forward(self, inputs_embeds: torch.Tensor, cache: list[LayerCache] | None = None) -> torch.Tensor:
-        """inputs_embeds [1, L, H] -> hidden [1, L, H]. With a cache, positions continue after it."""
-        start = cache[0].offset if cache else 0
-        positions = torch.arange(start, start + inputs_embeds.shape[1], device=inputs_embeds.device)
+    def forward(
+        self, inputs_embeds: torch.Tensor, cache: list[LayerCache] | None = None, *,
+        positions: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """inputs_embeds [1, L, H] -> hidden [1, L, H]. With a cache, positions continue after it.
+
+        Batched decoding (batched.py) passes per-row `positions` [B, L] (rotary position ids) and
+        an attention `mask` [B, 1, L, cached + L] (bool, True = may attend); the defaults are the
+        single-sequence behaviour above, unchanged."""
+        if positions is None:
+            start = cache[0].offset if cache else 0
+            positions = torch.arange(start, start + inputs_embeds.shape[1], device=inputs_embeds.device)
         cos, sin = rope_cos_sin(self.args, positions, inputs_embeds.dtype)
+        if cos.dim() == 3:  # per-row positions: broadcast over the heads
+            cos, sin = cos[:, None], sin[:, None]
         x = inputs_embeds
         for i, layer in enumerate(self.layers):
-            x = layer(x, cos, sin, cache[i] if cache else None)
+            x = layer(x, cos, sin, cache[i] if cache else None, mask)
         return self.norm(x)
 
 
@@ -345,6 +362,16 @@ class _EncoderShell(nn.Module):
 NextLogp = Callable[[int | None], torch.Tensor]
 
 
+def check_prompt_ids(args: "LLMArgs", text_ids: Sequence[int], prompt_speech_tokens: Sequence[int]) -> None:
+    """Every backend's prompt: text ids inside the text vocabulary, prompt tokens speech codes."""
+    bad = next((t for t in text_ids if not 0 <= t < args.vocab_size), None)
+    if bad is not None:
+        raise ValueError(f"text id {bad} is outside the text vocabulary (0..{args.vocab_size - 1})")
+    bad = next((t for t in prompt_speech_tokens if not 0 <= t < SPEECH_TOKEN_SIZE), None)
+    if bad is not None:
+        raise ValueError(f"prompt speech token {bad} is not a speech code (0..{SPEECH_TOKEN_SIZE - 1})")
+
+
 class CosyVoice3LM(nn.Module):
     backend = "torch"
 
@@ -385,13 +412,7 @@ class CosyVoice3LM(nn.Module):
 
         `text_ids` is the whole text (prompt text followed by the target text).
         """
-        a = self.args
-        bad = next((t for t in text_ids if not 0 <= t < a.vocab_size), None)
-        if bad is not None:
-            raise ValueError(f"text id {bad} is outside the text vocabulary (0..{a.vocab_size - 1})")
-        bad = next((t for t in prompt_speech_tokens if not 0 <= t < SPEECH_TOKEN_SIZE), None)
-        if bad is not None:
-            raise ValueError(f"prompt speech token {bad} is not a speech code (0..{SPEECH_TOKEN_SIZE - 1})")
+        check_prompt_ids(self.args, text_ids, prompt_speech_tokens)
         dev = self.speech_embedding.weight.device
         speech = self.speech_embedding.weight
         parts = [

@@ -65,7 +65,7 @@ import torch
 from mlx_lm.models.cache import make_prompt_cache
 from mlx_lm.models.qwen2 import ModelArgs, Qwen2Model
 
-from .llm import SOS_ID, SPEECH_TOKEN_SIZE, TASK_ID, LLMArgs, NextLogp
+from .llm import SOS_ID, TASK_ID, LLMArgs, NextLogp, check_prompt_ids
 
 CACHE_FORMAT = "epub2audio-cosyvoice3-llm-mlx"
 CACHE_VERSION = "1"  # bump when the conversion changes; the file name carries it
@@ -191,13 +191,7 @@ class MLXSpeechLM:
 
     def embed_prompt(self, text_ids: Sequence[int], prompt_speech_tokens: Sequence[int]) -> mx.array:
         """[sos, text embeddings, task_id, prompt speech embeddings] as [1, L, H]."""
-        a = self.args
-        bad = next((t for t in text_ids if not 0 <= t < a.vocab_size), None)
-        if bad is not None:
-            raise ValueError(f"text id {bad} is outside the text vocabulary (0..{a.vocab_size - 1})")
-        bad = next((t for t in prompt_speech_tokens if not 0 <= t < SPEECH_TOKEN_SIZE), None)
-        if bad is not None:
-            raise ValueError(f"prompt speech token {bad} is not a speech code (0..{SPEECH_TOKEN_SIZE - 1})")
+        check_prompt_ids(self.args, text_ids, prompt_speech_tokens)
         m = self.model
         speech = m.speech_embedding.weight
         parts = [speech[SOS_ID : SOS_ID + 1]]

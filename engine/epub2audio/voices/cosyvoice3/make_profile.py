@@ -18,7 +18,8 @@ def main() -> int:
     try:
         from .profile import make_profile, save_profile
 
-        profile = make_profile(request["model_dir"], request["wav"], request.get("text"), name=request["name"])
+        profile = make_profile(request["model_dir"], request["wav"], request.get("text"), name=request["name"],
+                               max_seconds=request.get("max_seconds"))
         target = Path(request["profile_dir"])
         save_profile(profile, target)
         (target / "model.json").write_text(json.dumps({"model_dir": str(Path(request["model_dir"]).resolve())}) + "\n")

@@ -22,6 +22,7 @@ import hashlib
 import io
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +85,7 @@ def make_profile(
     transcript: str | None,
     *,
     name: str | None = None,
+    max_seconds: float | None = None,
 ) -> Profile:
     """Compute a profile from a reference recording (16 kHz or more, at most 30 s).
 
@@ -93,9 +95,11 @@ def make_profile(
     paths = check_layout(model_dir)
     wav = Path(wav_path)
     tokenizer = frontend.load_text_tokenizer(paths.blank_en)
-    feats = frontend.extract_prompt_features(
-        wav, frontend.SpeechTokenizer(paths.speech_tokenizer), frontend.SpeakerEncoder(paths.campplus)
-    )
+    with tempfile.TemporaryDirectory(prefix="epub2audio-voice-") as work:
+        source = _trimmed(wav, max_seconds, transcript, Path(work)) if max_seconds else wav
+        feats = frontend.extract_prompt_features(
+            source, frontend.SpeechTokenizer(paths.speech_tokenizer), frontend.SpeakerEncoder(paths.campplus)
+        )
     if transcript is None:
         transcript = transcribe(feats.wave16k)
         if not transcript:
@@ -117,6 +121,24 @@ def make_profile(
         source_sample_rate=feats.source_sample_rate,
         duration=round(float(feats.duration), 3),
     )
+
+
+def _trimmed(wav: Path, max_seconds: float, transcript: str | None, work: Path) -> Path:
+    """The reference cut at a pause before `max_seconds` (the flow's cost grows with the prompt)."""
+    import soundfile
+
+    from .trim import find_cut
+
+    samples, rate = soundfile.read(str(wav), dtype="float32", always_2d=True)
+    cut = find_cut(samples.T, rate, max_seconds)
+    if cut >= samples.shape[0]:
+        return wav
+    if transcript is not None:
+        raise InputError(f"{wav.name} is longer than {max_seconds:g} s and would be cut, so --text would no "
+                         "longer match it; leave --text out to transcribe the part that is kept")
+    out = work / f"{wav.stem}.wav"
+    soundfile.write(str(out), samples[:cut], rate)
+    return out
 
 
 _ARRAYS = {"prompt_text_ids": np.int64, "speech_tokens": np.int64, "mel": np.float32, "embedding": np.float32}
