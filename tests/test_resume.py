@@ -191,3 +191,19 @@ def test_a_partial_m4b_left_by_a_killed_run_is_removed_by_the_next(tmp_path):
     other.write_bytes(b"not ours")
     assert epub2audio(book, "-o", out, "--voice", "tone").code == 0
     assert not stale.exists() and other.exists() and out.exists()
+
+
+def test_a_segment_no_worker_answers_fails_the_job_instead_of_the_assembly(tmp_path, monkeypatch):
+    from epub2audio import render
+    from epub2audio.errors import JobFailed
+
+    book = story_epub(tmp_path, THREE_CHAPTERS)
+    real = render.WorkerPool.render
+
+    def drops_the_last(self, todo, on_result):  # a pool that silently loses one segment
+        return real(self, todo[:-1], on_result)
+
+    monkeypatch.setattr(render.WorkerPool, "render", drops_the_last)
+    with pytest.raises(JobFailed, match="no worker returned this segment"):
+        convert(book, tmp_path / "story.m4b", ConvertOptions(voice="tone"), Progress())
+    assert not (tmp_path / "story.m4b").exists()

@@ -336,8 +336,10 @@ def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], v
             details: VoiceDetails, progress: Progress) -> list[tuple[PlannedSegment, str]]:
     failures = []
     eta = Eta(len(todo))
+    answered: set[str] = set()
 
     def on_result(segment, pcm, seconds, seg_details, error):
+        answered.add(segment.key)
         if error is not None:
             store.record_failed(segment, voice, details.model_id, error)
             failures.append((segment, error))
@@ -354,6 +356,9 @@ def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], v
         pool.render(todo, on_result)
     except KeyboardInterrupt:
         raise Interrupted(eta.done, len(todo)) from None
+    # Every segment must be accounted for: one that no worker answered (a worker thread that
+    # stopped early) fails the job here rather than surfacing later as a missing WAV.
+    failures += [(s, "no worker returned this segment") for s in todo if s.key not in answered]
     return failures
 
 

@@ -2,19 +2,25 @@
 
 Run as `python -m epub2audio.worker.child '<json config>'`. stdout carries protocol frames only:
 anything a library prints is redirected to stderr so it cannot corrupt a frame.
+
+With `"pipeline": n > 1` in the config and a two-stage voice, the LLM stage of queued requests runs
+on the main thread while a second thread renders (pipeline.py); answers still come in request order.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import sys
+import threading
 import time
 
 from . import protocol
 from .faults import Faults
 from .memory import private_bytes
+from .pipeline import Prefetcher, set_torch_threads, two_stage
 
 
 def _die_with_parent() -> None:
@@ -60,6 +66,10 @@ def main() -> int:
         "memory": private_bytes(),
     })
 
+    depth = int(config.get("pipeline", 1))
+    if depth > 1 and two_stage(voice):
+        return _serve_pipelined(voice, stdin, out, faults, config.get("threads", 1))
+
     while True:
         frame = protocol.receive(stdin)
         if frame is None:
@@ -83,6 +93,59 @@ def main() -> int:
             pcm,
         )
 
+
+def _serve_pipelined(voice, stdin, out, faults: Faults, threads: int) -> int:
+    """Stages on two threads (see pipeline.py): this thread, which loaded the voice, runs the LLM
+    stage of each request as it arrives; a render thread runs the voice's synthesize for one
+    request at a time, with its speech tokens handed over, and answers strictly in request order."""
+    prefetch = Prefetcher(voice, threads, background=False)
+    inbox: queue.Queue = queue.Queue()
+    status = [0]
+
+    def read() -> None:
+        try:
+            while (frame := protocol.receive(stdin)) is not None:
+                request = frame[0]
+                if request.get("type") == "synthesize":
+                    prefetch.submit(request["id"], request["text"], request["seed"])
+                inbox.put(request)
+        except (protocol.ProtocolError, ValueError, OSError) as error:
+            print(f"worker: bad request stream: {error}", file=sys.stderr)
+            status[0] = 4
+        inbox.put(None)
+
+    def render() -> None:
+        try:
+            set_torch_threads(threads)
+            while (request := inbox.get()) is not None:
+                if request["type"] != "synthesize":
+                    protocol.send(out, {"type": "error", "id": request.get("id"), "message": "unknown request"})
+                    continue
+                started = time.perf_counter()
+                try:
+                    faults.before(request["text"])
+                    pcm = prefetch.synthesize(request["id"], request["text"], request["seed"])
+                except Exception as error:
+                    protocol.send(out, {"type": "error", "id": request["id"],
+                                        "message": f"{type(error).__name__}: {error}"})
+                    continue
+                faults.after()
+                protocol.send(
+                    out,
+                    {"type": "audio", "id": request["id"], "seconds": time.perf_counter() - started,
+                     "memory": private_bytes()},
+                    pcm,
+                )
+        except BaseException as error:  # e.g. the parent went away mid-answer
+            print(f"worker: render thread stopped: {type(error).__name__}: {error}", file=sys.stderr)
+            status[0] = status[0] or 5
+        finally:
+            prefetch.close()  # ends prefetch.run() below
+
+    threading.Thread(target=read, name="requests", daemon=True).start()
+    threading.Thread(target=render, name="render-stage", daemon=True).start()
+    prefetch.run()
+    return status[0]
 
 if __name__ == "__main__":
     sys.exit(main())

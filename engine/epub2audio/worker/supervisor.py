@@ -5,6 +5,11 @@ timeout or grows past its memory budget, we kill it and start another; the reque
 on is retried a bounded number of times. Memory growth is measured against a warm baseline taken
 after the worker's first *successful* request (a model's arenas fill on first use, so the idle
 footprint would make every worker look leaky; a failed request proves nothing about warm size).
+
+`synthesize` sends one request at a time. `run_pipelined` (WorkerPolicy.pipeline_depth > 1) keeps
+several in flight so a two-stage voice can overlap its stages (pipeline.py), with the same retry,
+respawn, timeout and recycle guarantees (see its docstring for how a death with several requests in
+flight is attributed).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +38,7 @@ class WorkerPolicy:
     request_timeout: float = 600.0  # seconds for one segment before the worker is killed
     start_timeout: float = 600.0  # seconds to load a voice
     retries: int = 2  # attempts after the first one, each on a fresh worker if the last one died
+    pipeline_depth: int = 1  # requests in flight per worker; 2 overlaps a two-stage voice's stages (pipeline.py)
 
 
 @dataclass
@@ -110,12 +117,22 @@ class Worker:
         return frame
 
     def synthesize(self, request_id: int, text: str, seed: int, timeout: float) -> tuple[bytes, dict]:
+        self.send(request_id, text, seed)
+        return self.answer(request_id, timeout)
+
+    def send(self, request_id: int, text: str, seed: int) -> None:
         try:
             protocol.send(self.process.stdin, {"type": "synthesize", "id": request_id, "text": text, "seed": seed})
         except (BrokenPipeError, OSError):
             code = self.process.wait()
             raise WorkerDied(f"worker exited with {_describe_exit(code)}") from None
+
+    def answer(self, request_id: int, timeout: float) -> tuple[bytes, dict]:
+        """The answer to `request_id`, which must be the oldest request sent and not answered."""
         header, payload = self._next_answer(timeout, "synthesising")
+        if header.get("id") != request_id:
+            self.kill()
+            raise WorkerDied(f"worker answered request {header.get('id')} when {request_id} was due")
         self.requests += 1
         if header["type"] == "error":
             raise RequestFailed(header["message"])
@@ -143,6 +160,18 @@ class Worker:
             self._log = subprocess.DEVNULL
 
 
+@dataclass
+class _Job:
+    """One item on its way through `Supervisor.run_pipelined`."""
+
+    item: object
+    text: str
+    seed: int
+    request_id: int = 0
+    reasons: list[str] = field(default_factory=list)  # one per charged attempt
+    alone: bool = False  # was in flight when a worker died beside another: run it by itself
+
+
 def _describe_exit(code: int) -> str:
     if code < 0:
         import signal
@@ -166,6 +195,8 @@ class Supervisor:
     """Keeps one worker slot alive and answers synthesis requests through it."""
 
     def __init__(self, config: dict, policy: WorkerPolicy, log_path: Path | None = None):
+        if policy.pipeline_depth > 1:  # the child overlaps stages only when told more will come
+            config = {**config, "pipeline": policy.pipeline_depth}
         self.config = config
         self.policy = policy
         self.log_path = log_path
@@ -224,6 +255,13 @@ class Supervisor:
         raise SegmentFailed(f"{'; '.join(dict.fromkeys(reasons))} ({len(reasons)} attempts)")
 
     def _after_success(self, worker: Worker) -> None:
+        if self._needs_recycling(worker):
+            self.stats.recycled += 1
+            self._drop_worker(kill=False)
+
+    def _needs_recycling(self, worker: Worker) -> bool:
+        """Record the worker's memory after a success (the first one latches the baseline) and
+        say whether it has outgrown its budget or served its quota."""
         memory = worker.memory
         self.stats.memory_samples.append((time.time(), memory))
         if self.baseline is None:
@@ -232,9 +270,115 @@ class Supervisor:
         grown = memory - self.baseline > policy.memory_budget_mb * MB
         too_big = policy.max_memory_mb and memory > policy.max_memory_mb * MB
         worn_out = policy.max_requests and worker.requests >= policy.max_requests
-        if grown or too_big or worn_out:
-            self.stats.recycled += 1
-            self._drop_worker(kill=False)
+        return bool(grown or too_big or worn_out)
+
+    def run_pipelined(self, take, give) -> None:
+        """Synthesise items with up to `policy.pipeline_depth` requests in flight on the worker.
+
+        `take()` returns the next `(item, text, seed)` or None when there is no more work; it is
+        called only when a request slot is free. `give(item, pcm, seconds, details, error)` gets
+        each result (pcm None and error set for a segment that failed after its retries), in
+        completion order, in this thread. The guarantees of `synthesize` hold:
+
+        - a request that fails in a live worker is retried (on that worker) up to `retries` times;
+        - if the worker dies or times out with one request in flight, that request is charged an
+          attempt and retried on a fresh worker; with several in flight nobody can tell which
+          one killed it, so none is charged and all are re-sent *one at a time* (depth 1) until
+          each has succeeded or failed on its own: a poisonous segment cannot use up its
+          neighbour's retries;
+        - the memory baseline latches after the worker's first success; a recycle (memory budget,
+          request quota) stops sending, waits until nothing is in flight, then replaces the
+          worker; the quota also caps what is sent to a worker, so it never serves more.
+        """
+        depth = max(1, self.policy.pipeline_depth)
+        pending: deque[_Job] = deque()  # to send: retries first, in order
+        flight: deque[_Job] = deque()  # sent to the current worker, oldest first
+        draining = False  # a recycle is due once `flight` is empty
+        exhausted = False
+        worker: Worker | None = None
+        try:
+            while True:
+                if self.stopping:
+                    raise Stopped()
+                if draining and not flight:
+                    self.stats.recycled += 1
+                    self._drop_worker(kill=False)
+                    draining, worker = False, None
+                # fill the free slots
+                while not draining:
+                    window = 1 if any(j.alone for j in (*pending, *flight)) else depth
+                    if worker is not None and self.policy.max_requests:
+                        left = self.policy.max_requests - worker.requests  # failures count too
+                        if left <= 0 and not flight:
+                            draining = True
+                            break
+                        window = min(window, left)
+                    if len(flight) >= window:
+                        break
+                    if pending:
+                        job = pending.popleft()
+                    elif exhausted or (taken := take()) is None:
+                        exhausted = True
+                        break
+                    else:
+                        job = _Job(*taken)
+                    self._next_id += 1
+                    job.request_id = self._next_id
+                    flight.append(job)
+                    try:
+                        worker = self._ensure_worker()  # a worker can die while loading, too
+                        worker.send(job.request_id, job.text, job.seed)
+                    except WorkerDied as error:
+                        worker = self._after_death(error, flight, pending, give)
+                if not flight:
+                    if draining or pending:
+                        continue
+                    return
+                job = flight[0]
+                try:
+                    pcm, header = worker.answer(job.request_id, self.policy.request_timeout)
+                except WorkerDied as error:
+                    worker = self._after_death(error, flight, pending, give)
+                    draining = False
+                    continue
+                except RequestFailed as error:
+                    flight.popleft()
+                    self._charge(job, str(error), pending, give)
+                    continue
+                flight.popleft()
+                give(job.item, pcm, header["seconds"], worker.details, None)
+                if self._needs_recycling(worker):
+                    draining = True
+        except Stopped:
+            raise
+        except Exception as error:  # a supervisor bug must not lose the segments it holds
+            for job in (*flight, *pending):
+                give(job.item, None, 0.0, None, f"{type(error).__name__}: {error}")
+            raise
+
+    def _after_death(self, error: WorkerDied, flight: deque, pending: deque, give) -> None:
+        """The worker is gone with `flight` sent to it: charge or isolate them, queue them again."""
+        if self.stopping:
+            raise Stopped() from None
+        self.stats.died += 1
+        self._drop_worker(kill=True)
+        victims = list(flight)
+        flight.clear()
+        if len(victims) == 1:
+            self._charge(victims[0], str(error), pending, give)
+        else:
+            for job in reversed(victims):
+                job.alone = True
+                pending.appendleft(job)
+        return None
+
+    def _charge(self, job: "_Job", reason: str, pending: deque, give) -> None:
+        job.reasons.append(reason)
+        if len(job.reasons) > self.policy.retries:
+            reasons = job.reasons
+            give(job.item, None, 0.0, None, f"{'; '.join(dict.fromkeys(reasons))} ({len(reasons)} attempts)")
+        else:
+            pending.appendleft(job)
 
     def _drop_worker(self, kill: bool) -> None:
         with self._lock:
