@@ -96,3 +96,20 @@ def test_pcm_conversion_rounds_and_clips():
 
     x = np.array([0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 1.5 / 32767])
     assert np.frombuffer(pcm16(x), "<i2").tolist() == [0, 16384, -16384, 32767, -32767, 32767, -32768, 2]
+
+
+def test_audio_does_not_depend_on_the_thread_count(voice):
+    """Same tokens at 1 and 2 torch threads give the same waveform bit for bit (HiFT alone would not)."""
+    import torch
+
+    tokens = voice.speech_tokens("Hello there, thread count.", 5)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = voice.render(tokens)
+        torch.set_num_threads(2)
+        two = voice.render(tokens)
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(one, two)
+    assert torch.get_num_threads() == before

@@ -14,11 +14,14 @@ Measured on the 2-core x86 machine this was written on (bench/cosyvoice3.py, "Th
     2 threads become SLOWER than 1: torch's OpenMP team waits at every barrier for a descheduled
     thread. Measured with the load average at 7-8 on 2 cores: torch fp32 DiT call 8.1 s at 1
     thread vs 19.1 s at 2; ONNX Runtime fp32 DiT 4.7 s vs 6.2 s; ORT int8 DiT 2.2 s vs 3.2 s.
-  * Results do not depend on the thread count for the torch flow and LLM logits (bit-identical
-    at 1 and 2 threads in our tests and bench), so the budget is a pure speed setting.
+  * The torch flow's mel and the LLM's logits do not depend on the thread count (bit-identical at
+    1 and 2 threads in our tests and bench). HiFT's waveform does, so voice.py always runs the
+    vocoder on one thread; with that the budget is a pure speed setting.
 
 So `--workers N` on C cores should run `C // N` threads per worker, and 1 thread per worker as
-soon as N >= C; with a pipelined worker (LLM and render in parallel), each stage gets half.
+soon as N >= C. `concurrent_stages` lets a caller split a worker's budget between stages that run
+at once; the pipelined worker (worker/pipeline.py) does not use it today: each of its two stages
+keeps the worker's budget, and its measured gain on 2 cores is small (see that module).
 """
 
 from __future__ import annotations
