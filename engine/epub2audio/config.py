@@ -5,7 +5,8 @@ environment variables, command-line options. Keys in config.toml:
   voice = "joe"                  workers = 1
   memory_budget_mb = 2048        max_worker_memory_mb = 0      max_requests_per_worker = 0
   segment_timeout = 600          cosyvoice3_model_dir = "/path/to/Fun-CosyVoice3-0.5B"
-  llm_backend = "auto"           llm_precision = "fp32"
+  llm_backend = "auto"           llm_precision = "fp32"         flow_precision = "fp32"
+  pipeline_depth = 1             (2: a CosyVoice3 worker decodes the next segment while rendering)
   lexicon = "/path/to/lexicon.txt"   (pronunciations shared by the command, calibre and the watcher)
 """
 
@@ -59,4 +60,5 @@ def worker_policy(config: dict) -> WorkerPolicy:
         max_memory_mb=_setting(config, "max_worker_memory_mb", "EPUB2AUDIO_MAX_WORKER_MEMORY_MB", 0),
         max_requests=_setting(config, "max_requests_per_worker", "EPUB2AUDIO_MAX_REQUESTS_PER_WORKER", 0),
         request_timeout=_setting(config, "segment_timeout", "EPUB2AUDIO_SEGMENT_TIMEOUT", 600.0),
+        pipeline_depth=_setting(config, "pipeline_depth", "EPUB2AUDIO_PIPELINE_DEPTH", 1),
     )

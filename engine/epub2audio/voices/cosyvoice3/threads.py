@@ -1,8 +1,7 @@
 """Intra-op thread budget for CosyVoice3 workers on a CPU: never more busy threads than cores.
 
-Rule (`intra_op_threads`): each worker gets `cores // workers` threads (at least 1), and a worker
-that runs its LLM stage concurrently with its render stage (the pipelined worker) splits that
-between the two stages. Every torch stage (`torch.set_num_threads`) and every ONNX Runtime
+Rule (`intra_op_threads`): each worker gets `cores // workers` threads (at least 1); a caller
+running stages at once may split that between them with `concurrent_stages`. Every torch stage (`torch.set_num_threads`) and every ONNX Runtime
 session (`intra_op_num_threads`) of the worker uses the result; ORT sessions take it at creation.
 
 Measured on the 2-core x86 machine this was written on (bench/cosyvoice3.py, "Threads" table;
