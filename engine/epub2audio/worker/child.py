@@ -74,24 +74,25 @@ def main() -> int:
         frame = protocol.receive(stdin)
         if frame is None:
             return 0
-        request, _ = frame
-        if request["type"] != "synthesize":
-            protocol.send(out, {"type": "error", "id": request.get("id"), "message": "unknown request"})
-            continue
-        started = time.perf_counter()
-        try:
-            faults.before(request["text"])
-            pcm = voice.synthesize(request["text"], request["seed"])
-        except Exception as error:
-            protocol.send(out, {"type": "error", "id": request["id"], "message": f"{type(error).__name__}: {error}"})
-            continue
-        faults.after()
-        protocol.send(
-            out,
-            {"type": "audio", "id": request["id"], "seconds": time.perf_counter() - started,
-             "memory": private_bytes()},
-            pcm,
-        )
+        _answer(out, frame[0], faults, lambda r: voice.synthesize(r["text"], r["seed"]))
+
+
+def _answer(out, request: dict, faults: Faults, synthesize) -> None:
+    """Synthesise one request and send its audio, or its error: a failed request leaves the
+    worker alive for the next one."""
+    if request["type"] != "synthesize":
+        protocol.send(out, {"type": "error", "id": request.get("id"), "message": "unknown request"})
+        return
+    started = time.perf_counter()
+    try:
+        faults.before(request["text"])
+        pcm = synthesize(request)
+    except Exception as error:
+        protocol.send(out, {"type": "error", "id": request["id"], "message": f"{type(error).__name__}: {error}"})
+        return
+    faults.after()
+    protocol.send(out, {"type": "audio", "id": request["id"], "seconds": time.perf_counter() - started,
+                        "memory": private_bytes()}, pcm)
 
 
 def _serve_pipelined(voice, stdin, out, faults: Faults, threads: int) -> int:
@@ -118,24 +119,7 @@ def _serve_pipelined(voice, stdin, out, faults: Faults, threads: int) -> int:
         try:
             set_torch_threads(threads)
             while (request := inbox.get()) is not None:
-                if request["type"] != "synthesize":
-                    protocol.send(out, {"type": "error", "id": request.get("id"), "message": "unknown request"})
-                    continue
-                started = time.perf_counter()
-                try:
-                    faults.before(request["text"])
-                    pcm = prefetch.synthesize(request["id"], request["text"], request["seed"])
-                except Exception as error:
-                    protocol.send(out, {"type": "error", "id": request["id"],
-                                        "message": f"{type(error).__name__}: {error}"})
-                    continue
-                faults.after()
-                protocol.send(
-                    out,
-                    {"type": "audio", "id": request["id"], "seconds": time.perf_counter() - started,
-                     "memory": private_bytes()},
-                    pcm,
-                )
+                _answer(out, request, faults, lambda r: prefetch.synthesize(r["id"], r["text"], r["seed"]))
         except BaseException as error:  # e.g. the parent went away mid-answer
             print(f"worker: render thread stopped: {type(error).__name__}: {error}", file=sys.stderr)
             status[0] = status[0] or 5
@@ -146,6 +130,7 @@ def _serve_pipelined(voice, stdin, out, faults: Faults, threads: int) -> int:
     threading.Thread(target=render, name="render-stage", daemon=True).start()
     prefetch.run()
     return status[0]
+
 
 if __name__ == "__main__":
     sys.exit(main())
