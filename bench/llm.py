@@ -202,15 +202,6 @@ def run_variant(backend: str, precision: str, weights: Path, config: dict, cache
 # --- parent ----------------------------------------------------------------------------------------
 
 
-def full_size_config() -> dict:
-    return {
-        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu",
-        "hidden_size": 896, "intermediate_size": 4864, "num_attention_heads": 14, "num_key_value_heads": 2,
-        "num_hidden_layers": 24, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "vocab_size": 151936,
-        "max_position_embeddings": 32768, "use_sliding_window": False, "tie_word_embeddings": True,
-    }  # fmt: skip
-
-
 def write_random_weights(path: Path, config: dict) -> float:
     import torch
 
@@ -269,7 +260,9 @@ def main() -> None:
     ap.add_argument("--child", nargs=3, metavar=("VARIANT", "WEIGHTS", "CACHE"), help=argparse.SUPPRESS)
     a = ap.parse_args()
 
-    config = full_size_config()
+    from fullsize import full_size_qwen_config  # bench/ is on sys.path when run as a script
+
+    config = full_size_qwen_config()
     if a.tiny:
         config.update(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_hidden_layers=2, vocab_size=160000)
     if a.child:
