@@ -34,7 +34,7 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("--voice", help="joe (default, the embedded voice), tone, or a saved CosyVoice3 voice (see `epub2audio voice list`)")
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     p.add_argument("--llm-backend", choices=("auto", "torch", "mlx", "onnx"),
-                   help="CosyVoice3 LLM stage: auto = MLX on Apple Silicon, torch elsewhere (measured; see README)")
+                   help="CosyVoice3 LLM stage: auto = the fastest measured: MLX on Apple Silicon, ONNX Runtime elsewhere; torch = the faithful reference")
     p.add_argument("--flow-precision", choices=("fp32", "onnx-fp32", "int8", "onnx-int8"),
                    help="CosyVoice3 flow: fp32 (reference), onnx-fp32 (within 1e-4), int8 or onnx-int8 (faster, not exact)")
     p.add_argument("--llm-precision", choices=("fp32", "bf16", "fp16", "int8", "int4"),

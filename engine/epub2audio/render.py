@@ -8,6 +8,7 @@ command again resumes it.
 from __future__ import annotations
 
 import hashlib
+import json
 import queue
 import threading
 import time
@@ -302,7 +303,8 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
         progress.emit("book", title=book.title, chapters=len(chapter_indices), segments=len(planned),
                       characters=sum(len(s.text) for s in planned))
         store.set_meta(book=str(Path(book_path).resolve()), output=str(out_path.resolve()),
-                       voice=options.voice, job_seed=options.job_seed, model_id=details.model_id)
+                       voice=options.voice, job_seed=options.job_seed, model_id=details.model_id,
+                       voice_options=json.dumps(options.voice_options))  # what regen needs to load it again
         store.replace_plan(
             [(ci, book.chapters[ci].title, "\n".join(book.chapters[ci].sources)) for ci in chapter_indices],
             planned,
@@ -406,7 +408,9 @@ def regen(out_path: Path, chapter: int, index: int, *, work_dir: Path | None = N
         raise InputError(f"{out_path}: segment {chapter + 1}.{index + 1} was never rendered; rerun the conversion")
     old = store.audio_path(key).read_bytes() if store.audio_path(key).exists() else b""
     segment = PlannedSegment(chapter, index, key, row["text"], row["seed"], 0)
-    pool = WorkerPool(row["voice"], voice_options or {}, 1, 1, policy or WorkerPolicy(), work_dir / "worker.log")
+    if voice_options is None:
+        voice_options = json.loads(store.get_meta("voice_options", "{}"))
+    pool = WorkerPool(row["voice"], voice_options, 1, 1, policy or WorkerPolicy(), work_dir / "worker.log")
     try:
         details = pool.details()
         pcm, seconds, details = pool.supervisors[0].synthesize(segment.text, segment.seed)

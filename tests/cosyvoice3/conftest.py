@@ -16,3 +16,9 @@ def tiny_model_dir(tmp_path_factory):
     from .fixtures import write_tiny_checkpoint
 
     return write_tiny_checkpoint(tmp_path_factory.mktemp("cosyvoice3-tiny"), seed=0)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_engine_cache(tmp_path_factory):
+    """Converted MLX weights and ONNX exports go to a throwaway cache, never the user's."""
+    os.environ["EPUB2AUDIO_CACHE_DIR"] = str(tmp_path_factory.mktemp("engine-cache"))

@@ -40,18 +40,24 @@ def tiny():
 
 
 @pytest.mark.parametrize(
-    "system, machine, have_mlx, expected",
+    "system, machine, have_mlx, have_onnx, precision, expected",
     [
-        ("Darwin", "arm64", True, "mlx"),  # Apple Silicon
-        ("Darwin", "arm64", False, "torch"),  # ... without mlx installed
-        ("Darwin", "x86_64", True, "torch"),  # Intel Mac (or Rosetta)
-        ("Linux", "x86_64", True, "torch"),  # mlx-cpu installed: still torch (3-25x faster here)
-        ("Linux", "aarch64", True, "torch"),
-        ("Windows", "AMD64", False, "torch"),
+        ("Darwin", "arm64", True, True, "fp32", "mlx"),  # Apple Silicon
+        ("Darwin", "arm64", False, False, "fp32", "torch"),  # ... without mlx or onnxruntime
+        ("Darwin", "arm64", False, True, "fp32", "onnx"),  # ... without mlx
+        ("Darwin", "x86_64", True, True, "fp32", "onnx"),  # Intel Mac (or Rosetta)
+        ("Linux", "x86_64", True, True, "fp32", "onnx"),  # mlx-cpu installed: ONNX Runtime is 1.7x torch here
+        ("Linux", "x86_64", True, True, "int4", "onnx"),
+        ("Linux", "x86_64", True, True, "bf16", "torch"),  # ONNX Runtime has no bf16 LLM
+        ("Linux", "x86_64", True, False, "fp32", "torch"),  # no onnxruntime installed
+        ("Linux", "aarch64", True, True, "int8", "onnx"),
+        ("Windows", "AMD64", False, False, "fp32", "torch"),
     ],
 )
-def test_auto_rule_on_faked_platforms(system, machine, have_mlx, expected):
-    assert choose_llm_backend("auto", PlatformInfo(system, machine), have_mlx=have_mlx) == expected
+def test_auto_rule_on_faked_platforms(system, machine, have_mlx, have_onnx, precision, expected):
+    chosen = choose_llm_backend("auto", PlatformInfo(system, machine), have_mlx=have_mlx, have_onnx=have_onnx,
+                                precision=precision)
+    assert chosen == expected
 
 
 def test_explicit_requests():
@@ -230,14 +236,18 @@ def test_voice_records_torch_int8(tiny_model_dir, profile_dir):
     assert v.synthesize(TEXT_A, seed=3) == v.synthesize(TEXT_A, seed=3)
 
 
-def test_voice_default_on_this_platform(tiny_model_dir, profile_dir, monkeypatch):
+def test_voice_default_on_this_platform(tiny_model_dir, profile_dir, monkeypatch, tmp_path):
     from epub2audio.voices.cosyvoice3 import backends
     from epub2audio.voices.cosyvoice3.voice import CosyVoice3Voice
 
+    monkeypatch.setenv("EPUB2AUDIO_CACHE_DIR", str(tmp_path))  # the ONNX export is cached there
     monkeypatch.setattr(backends.PlatformInfo, "current", classmethod(lambda cls: PlatformInfo("Linux", "x86_64")))
     v = CosyVoice3Voice.load(tiny_model_dir, profile_dir, max_tokens_per_segment=40)
-    assert (v.info.backend, v.info.precision) == ("torch", "fp32")
-    assert isinstance(v.llm, TorchSpeechLM) and v.llm.model.llm_decoder.weight.dtype == torch.float32
+    assert (v.info.backend, v.info.precision) == ("onnx+torch", "fp32")
+    assert v.llm.backend == "onnx" and list(tmp_path.glob("onnx/*"))
+    faithful = CosyVoice3Voice.load(tiny_model_dir, profile_dir, max_tokens_per_segment=40, llm_backend="torch")
+    assert (faithful.info.backend, faithful.info.precision) == ("torch", "fp32")
+    assert isinstance(faithful.llm, TorchSpeechLM) and faithful.llm.model.llm_decoder.weight.dtype == torch.float32
 
 
 def test_voice_on_mlx_records_mlx_and_matches_torch(tiny_model_dir, profile_dir, tmp_path, monkeypatch):

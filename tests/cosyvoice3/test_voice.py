@@ -26,7 +26,7 @@ def profile_dir(tiny_model_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def voice(tiny_model_dir, profile_dir):
-    return CosyVoice3Voice.load(tiny_model_dir, profile_dir, max_tokens_per_segment=60)
+    return CosyVoice3Voice.load(tiny_model_dir, profile_dir, max_tokens_per_segment=60, llm_backend="torch")
 
 
 def test_info(voice, tiny_model_dir):
@@ -50,7 +50,7 @@ def test_same_seed_same_bytes_and_seeds_differ(voice):
 
 def test_segment_independent_of_history(tiny_model_dir, profile_dir, voice):
     b_after_a = (voice.synthesize(TEXT_A, seed=1), voice.synthesize(TEXT_B, seed=2))[1]
-    fresh = CosyVoice3Voice.load(tiny_model_dir, profile_dir, max_tokens_per_segment=60)
+    fresh = CosyVoice3Voice.load(tiny_model_dir, profile_dir, max_tokens_per_segment=60, llm_backend="torch")
     assert fresh.synthesize(TEXT_B, seed=2) == b_after_a
 
 

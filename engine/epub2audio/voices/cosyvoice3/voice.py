@@ -3,7 +3,7 @@
     text --Qwen2 BPE--> ids --LLM + RAS sampling (seeded)--> speech tokens --silence cap-->
     --flow (DiT, fixed noise)--> mel --HiFT--> 24 kHz float --> int16 PCM
 
-LLM backend and precision: `load(..., llm_backend="auto"|"mlx"|"torch", llm_precision=...)`; see
+LLM backend and precision: `load(..., llm_backend="auto"|"mlx"|"onnx"|"torch", llm_precision=...)`; see
 `backends.py` for the rule, the precisions and how `info.backend` / `info.precision` record what
 actually ran ("torch" / "fp32" for the all-torch fp32 reference; e.g. "mlx+torch" and
 "llm=int4,flow=fp32,hift=fp32" otherwise). Every backend feeds the same host sampler.
@@ -98,7 +98,7 @@ class CosyVoice3Voice:
     ) -> "CosyVoice3Voice":
         """Load weights (memory-mapped) and a saved profile. Needs no ONNX model.
 
-        llm_backend: "auto" (MLX on Apple Silicon, torch elsewhere), "mlx" or "torch".
+        llm_backend: "auto" (the fastest measured: MLX on Apple Silicon, else ONNX Runtime, else torch), "mlx", "onnx" or "torch" (the faithful reference).
         llm_precision: "fp32" (reference), "bf16", "int8" on either backend; "fp16", "int4" on MLX.
         The MLX weights are converted once per model and precision into the engine's cache dir.
         llm_backend "onnx" (ONNX Runtime on the CPU) runs at "fp32", "int8" or "int4"; its graph is
