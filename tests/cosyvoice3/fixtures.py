@@ -408,3 +408,28 @@ def write_sine_wav(path: Path, *, seconds: float = 2.0, sample_rate: int = 22050
     data = np.stack([x * (0.5 + 0.5 * c) for c in range(channels)], axis=1) if channels > 1 else x
     sf.write(str(path), data, sample_rate, subtype="PCM_16")
     return path
+
+
+# The reference key listing (../shared/reference next to the repository, like the EPUB corpus).
+REFERENCE_KEYS = Path(__file__).resolve().parents[3] / "shared" / "reference" / "cosyvoice3_state_dict_keys.txt"
+
+
+def reference_keys_text() -> str:
+    """The listing's text. Missing is a failure, not a skip: the layout tests would vanish."""
+    import pytest
+
+    if not REFERENCE_KEYS.exists():
+        pytest.fail(f"{REFERENCE_KEYS} not found (expected ../shared/reference next to the repository)")
+    return REFERENCE_KEYS.read_text()
+
+
+def reference_shapes(section: str) -> dict[str, tuple[int, ...]]:
+    """{key: shape} of one `## <section>` of the listing."""
+    shapes, current = {}, None
+    for line in reference_keys_text().splitlines():
+        if line.startswith("## "):
+            current = line[3:].split()[0]
+        elif line and not line.startswith("#") and current == section:
+            key, shape, _dtype = line.split("\t")
+            shapes[key] = tuple(int(n) for n in shape.strip("[]").split(",") if n.strip())
+    return shapes

@@ -4,7 +4,6 @@ determinism. Tiny dims (dim 64, depth 2, 4 heads of 16) keep every quirk's struc
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -29,26 +28,13 @@ from epub2audio.voices.cosyvoice3.flow import (
     load_flow,
 )
 
+from .fixtures import reference_shapes
 from .random_weights import random_flow_state_dict, tiny_flow_args
 
-REFERENCE_KEYS = Path("/work/shared/reference/cosyvoice3_state_dict_keys.txt")
 # spec 3.3: 1 - cos(linspace(0, 1, 11) * pi/2)
 SPEC_T_SPAN = [0, 0.012312, 0.048943, 0.108993, 0.190983, 0.292893, 0.412215, 0.546009, 0.690983, 0.843566, 1]
 # spec 6.2: torch.manual_seed(0); torch.randn([1, 80, 15000]).flatten()[:5]
 SPEC_RAND_NOISE_HEAD = [-1.1258398, -1.1523602, -0.2505786, -0.4338788, 0.8487104]
-
-
-def reference_shapes(section: str) -> dict[str, tuple[int, ...]]:
-    if not REFERENCE_KEYS.exists():
-        pytest.skip(f"{REFERENCE_KEYS} not available")
-    shapes, current = {}, None
-    for line in REFERENCE_KEYS.read_text().splitlines():
-        if line.startswith("## "):
-            current = line[3:].split()[0]
-        elif line and not line.startswith("#") and current == section:
-            key, shape, _dtype = line.split("\t")
-            shapes[key] = tuple(int(n) for n in shape.strip("[]").split(",") if n.strip())
-    return shapes
 
 
 @pytest.fixture(scope="module")

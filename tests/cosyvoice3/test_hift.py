@@ -5,7 +5,6 @@ Tiny dims: base_channels 32 (f0 predictor 32); rates, kernels, iSTFT and the noi
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,27 +15,14 @@ from torch.nn.utils import parametrize
 from epub2audio.voices.cosyvoice3 import noise
 from epub2audio.voices.cosyvoice3.hift import HiFT, HiFTArgs, load_hift, normalize_hift_state_dict
 
+from .fixtures import reference_shapes
 from .random_weights import random_hift_state_dict, tiny_hift_args
 
-REFERENCE_KEYS = Path("/work/shared/reference/cosyvoice3_state_dict_keys.txt")
 # spec 6.2, from upstream's seed-0 construction
 SPEC_RAND_INI = [0, 0.17098892, 0.16533190, 0.14378005, 0.76294738, 0.65893006, 0.02751905, 0.43482542, 0.05383557]
 SPEC_SINE_WAVES_0 = [0.92282599, 0.47744751, 0.82705182, 0.28345716, 0.79348159, 0.17343479, 0.85237503, 0.92285460, 0.73101997]
 SPEC_UV_HEAD = [0.25160581, 0.87399584, 0.52791911, 0.69869286, 0.92643774]
 MAX_SECONDS = 2.0  # tiny noise cap for the unit tests
-
-
-def reference_shapes(section: str) -> dict[str, tuple[int, ...]]:
-    if not REFERENCE_KEYS.exists():
-        pytest.skip(f"{REFERENCE_KEYS} not available")
-    shapes, current = {}, None
-    for line in REFERENCE_KEYS.read_text().splitlines():
-        if line.startswith("## "):
-            current = line[3:].split()[0]
-        elif line and not line.startswith("#") and current == section:
-            key, shape, _dtype = line.split("\t")
-            shapes[key] = tuple(int(n) for n in shape.strip("[]").split(",") if n.strip())
-    return shapes
 
 
 @pytest.fixture(scope="module")

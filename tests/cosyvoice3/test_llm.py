@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -43,7 +42,6 @@ llm.model.lm_head.weight [151936, 896]
 llm_decoder.weight [6761, 896]
 speech_embedding.weight [6761, 896]
 """
-SPEC_KEYS_FILE = Path("/work/shared/reference/cosyvoice3_state_dict_keys.txt")
 
 # CosyVoice-BlankEN/config.json (the values that matter; spec 1.3)
 BLANKEN_CONFIG = {
@@ -105,9 +103,10 @@ def test_full_size_keys_and_shapes_equal_llm_pt():
     assert all(v.dtype == torch.float32 for v in model.state_dict().values())
 
 
-@pytest.mark.skipif(not SPEC_KEYS_FILE.exists(), reason="spec key listing not on this machine")
 def test_embedded_listing_matches_spec_file():
-    text = SPEC_KEYS_FILE.read_text().split("## llm.pt")[1].split("##")[0]
+    from .fixtures import reference_keys_text
+
+    text = reference_keys_text().split("## llm.pt")[1].split("##")[0]
     rows = [line.split("\t") for line in text.strip().splitlines()]
     assert [(k, [int(n) for n in s.strip("[]").split(",")]) for k, s, _ in rows] == _expand_layers(LLM_PT_2LAYER, 2)
     assert all(dtype == "torch.float32" for _, _, dtype in rows)
