@@ -43,10 +43,7 @@ Exact changes considered, and why none is shipped as a separate path:
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -55,6 +52,11 @@ import torch
 from torch import nn
 
 from .flow import DiT, Flow
+from .onnx_cache import (build_once, entry_path, graph_precision, keep_only, make_session, quantize_matmuls_int8,
+                         read_meta, save_with_external_data)
+
+DIT_FILE = "dit.onnx"
+DIT_DATA_FILE = "dit.onnx.data"
 
 FLOW_PRECISIONS = ("fp32", "int8", "onnx-fp32", "onnx-int8")
 
@@ -123,59 +125,30 @@ def export_dit(est: DiT, out_dir: str | os.PathLike, mel_dim: int = 80, spk_dim:
             )  # fmt: skip
     finally:
         flow_mod.layer_norm = traced_ln
-    model = onnx.load(str(raw))
-    path = out_dir / "dit.onnx"
-    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="dit.onnx.data", size_threshold=1024)
-    raw.unlink()
-    for f in out_dir.iterdir():
-        if f.name not in ("dit.onnx", "dit.onnx.data"):
-            f.unlink()
+    path = out_dir / DIT_FILE
+    save_with_external_data(onnx.load(str(raw)), path, DIT_DATA_FILE)
+    keep_only(out_dir, DIT_FILE, DIT_DATA_FILE)
     return path
 
 
 def quantize_dit_int8(src: Path, dst_dir: Path) -> Path:
+    """Dynamic int8 of the transformer blocks' MatMuls (the embeddings and output stay fp32)."""
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     names = [n.name for n in onnx.load(str(src), load_external_data=False).graph.node]
-    only = [n for n in names if "transformer_blocks" in n]
-    dst_dir.mkdir(parents=True, exist_ok=True)
-    tmp = dst_dir / "q.onnx"
-    quantize_dynamic(
-        str(src), str(tmp), op_types_to_quantize=["MatMul"], per_channel=True, weight_type=QuantType.QInt8,
-        nodes_to_quantize=only, use_external_data_format=True, extra_options={"MatMulConstBOnly": True},
-    )  # fmt: skip
-    model = onnx.load(str(tmp))
-    path = dst_dir / "dit.onnx"
-    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="dit.onnx.data", size_threshold=1024)
-    for f in dst_dir.iterdir():
-        if f.name not in ("dit.onnx", "dit.onnx.data"):
-            f.unlink()
-    return path
-
-
-def onnx_graph_precision(path: str | os.PathLike) -> str:
-    import onnx
-
-    ops = {n.op_type for n in onnx.load(str(path), load_external_data=False).graph.node}
-    return "int8" if ops & {"MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"} else "fp32"
+    blocks = [n for n in names if "transformer_blocks" in n]
+    return quantize_matmuls_int8(src, dst_dir, DIT_FILE, DIT_DATA_FILE, include=blocks)
 
 
 DIT_CACHE_FORMAT = "epub2audio-cosyvoice3-flow-onnx"
 DIT_CACHE_VERSION = "1"
-DIT_FILES = ("dit.onnx", "dit.onnx.data", "meta.json")
 
 
 def dit_cache_path(model_id: str, precision: str, cache_root: str | os.PathLike | None = None) -> Path:
     """<cache_root>/<model_id>-flow-<precision>/ (cache_root defaults to cache_dir()/onnx)."""
-    from .llm_onnx import _SAFE, default_cache_root
-
-    if not model_id:
-        raise ValueError("the ONNX flow cache needs the checkpoint's model_id")
     if precision not in ("fp32", "int8"):
         raise ValueError(f"the ONNX DiT runs at fp32 or int8; not {precision!r}")
-    root = Path(cache_root) if cache_root is not None else default_cache_root()
-    return root / f"{_SAFE.sub('_', model_id)}-flow-{precision}"
+    return entry_path(model_id, f"flow-{precision}", cache_root)
 
 
 def _dit_meta(model_id: str, precision: str) -> dict:
@@ -183,52 +156,31 @@ def _dit_meta(model_id: str, precision: str) -> dict:
 
 
 def dit_cache_is_valid(path: Path, model_id: str, precision: str) -> bool:
-    try:
-        meta = json.loads((path / "meta.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return meta == _dit_meta(model_id, precision) and all((path / f).is_file() for f in DIT_FILES)
+    return read_meta(path) == _dit_meta(model_id, precision) and all(
+        (path / f).is_file() for f in (DIT_FILE, DIT_DATA_FILE))
 
 
 def ensure_dit_exported(flow: Flow, model_id: str, precision: str, cache_root: str | os.PathLike | None = None) -> tuple[Path, bool]:
-    """(cache dir of the DiT at `precision`, whether this call built it); atomic like the LLM's."""
-    from .llm_onnx import _publish
-
-    final = dit_cache_path(model_id, precision, cache_root)
-    if dit_cache_is_valid(final, model_id, precision):
-        return final, False
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
-    scratch = None
-    try:
-        est = flow.decoder.estimator
-        if isinstance(est, OnnxDiT):
-            raise ValueError("this flow's DiT is already an ONNX session; export from the torch flow")
-        if precision == "fp32":
-            export_dit(est, tmp)
-        else:
-            src = dit_cache_path(model_id, "fp32", cache_root)
-            if not dit_cache_is_valid(src, model_id, "fp32"):
-                scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}.fp32.", suffix=".tmp", dir=final.parent))
-                export_dit(est, scratch)
-                src = scratch
-            quantize_dit_int8(src / "dit.onnx", tmp)
-        _publish(tmp, final, _dit_meta(model_id, precision))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
-    return final, True
+    """(cache dir of the DiT at `precision`, whether this call built it); built like the LLM's."""
+    est = flow.decoder.estimator
+    if isinstance(est, OnnxDiT):
+        raise ValueError("this flow's DiT is already an ONNX session; export from the torch flow")
+    return build_once(
+        dit_cache_path(model_id, precision, cache_root), precision,
+        fp32_entry=dit_cache_path(model_id, "fp32", cache_root),
+        is_valid=lambda path, p: dit_cache_is_valid(path, model_id, p),
+        export_fp32=lambda folder: export_dit(est, folder),
+        quantize=lambda source, folder: quantize_dit_int8(source / DIT_FILE, folder),
+        meta=lambda: _dit_meta(model_id, precision),
+    )
 
 
 def onnx_dit(flow: Flow, precision: str, model_id: str, cache_root: str | os.PathLike | None = None, threads: int | None = None) -> OnnxDiT:
     """The flow's DiT on ONNX Runtime (exported/quantised once into the cache); the session's
     intra-op threads are the worker's budget."""
-    from .llm_onnx import make_session
-
     final, _ = ensure_dit_exported(flow, model_id, precision, cache_root)
-    path = final / "dit.onnx"
-    dit = OnnxDiT(make_session(path, threads), path, onnx_graph_precision(path))
+    path = final / DIT_FILE
+    dit = OnnxDiT(make_session(path, threads), path, graph_precision(path))
     if dit.precision != precision:
         raise RuntimeError(f"the cached ONNX DiT at {final} runs at {dit.precision}, not {precision}")
     return dit
@@ -256,7 +208,7 @@ def flow_precision(flow: Flow) -> tuple[str, str]:
     """(backend, precision) of a flow, read back from what its estimator actually is."""
     est = flow.decoder.estimator
     if isinstance(est, OnnxDiT):
-        return "onnx", onnx_graph_precision(est.model_path)
+        return "onnx", graph_precision(est.model_path)
     if any(isinstance(m, _dyn_linear_types()) for m in est.modules()):
         return "torch", "int8"
     dtype = next(est.parameters()).dtype

@@ -61,12 +61,8 @@ Sampling is the host sampler's, through the same seam as the torch and MLX backe
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import re
-import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -77,6 +73,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from .llm import SOS_ID, SPEECH_TOKEN_SIZE, TASK_ID, CosyVoice3LM, LLMArgs, NextLogp, rope_cos_sin
+from . import onnx_cache
+from .onnx_cache import (build_once, entry_path, graph_precision, keep_only, make_session, quantize_matmuls_int8,
+                         read_meta, save_with_external_data)
 
 CACHE_FORMAT = "epub2audio-cosyvoice3-llm-onnx"
 CACHE_VERSION = "1"  # bump when the export or the quantisation changes
@@ -85,10 +84,8 @@ INT4_BLOCK_SIZE = 32
 INT4_ACCURACY_LEVEL = 4
 MODEL_FILE = "model.onnx"
 DATA_FILE = "model.onnx.data"
-META_FILE = "meta.json"
+META_FILE = onnx_cache.META_FILE
 HEAD_NODE_MARK = "llm_decoder"  # ONNX node names of the speech head contain this (kept fp32)
-
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,18 +172,9 @@ def export_fp32(lm: CosyVoice3LM, out_dir: str | os.PathLike) -> Path:
         )  # fmt: skip
     model = onnx.load(str(raw))  # pulls in any external data the exporter wrote beside it
     path = out_dir / MODEL_FILE
-    _save(model, path)
-    for f in out_dir.iterdir():
-        if f.name not in (MODEL_FILE, DATA_FILE):
-            f.unlink()
+    save_with_external_data(model, path, DATA_FILE)
+    keep_only(out_dir, MODEL_FILE, DATA_FILE)
     return path
-
-
-def _save(model: Any, path: Path) -> None:
-    import onnx
-
-    (path.parent / DATA_FILE).unlink(missing_ok=True)
-    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location=DATA_FILE, size_threshold=1024)
 
 
 def _head_nodes(model: Any) -> list[str]:
@@ -196,22 +184,9 @@ def _head_nodes(model: Any) -> list[str]:
 def quantize_int8(src: Path, dst_dir: Path) -> Path:
     """Dynamic int8 (per-channel weights, dynamic activations) of the decoder layers' MatMuls."""
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     exclude = _head_nodes(onnx.load(str(src), load_external_data=False))
-    dst_dir.mkdir(parents=True, exist_ok=True)
-    tmp = dst_dir / "q.onnx"
-    quantize_dynamic(
-        str(src), str(tmp), op_types_to_quantize=["MatMul"], per_channel=True, weight_type=QuantType.QInt8,
-        nodes_to_exclude=exclude, use_external_data_format=True, extra_options={"MatMulConstBOnly": True},
-    )  # fmt: skip
-    model = onnx.load(str(tmp))
-    path = dst_dir / MODEL_FILE
-    _save(model, path)
-    for f in dst_dir.iterdir():
-        if f.name not in (MODEL_FILE, DATA_FILE):
-            f.unlink()
-    return path
+    return quantize_matmuls_int8(src, dst_dir, MODEL_FILE, DATA_FILE, exclude=exclude)
 
 
 def quantize_int4(
@@ -263,7 +238,7 @@ def quantize_int4(
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     dst_dir.mkdir(parents=True, exist_ok=True)
     path = dst_dir / MODEL_FILE
-    _save(model, path)
+    save_with_external_data(model, path, DATA_FILE)
     return path
 
 
@@ -271,19 +246,10 @@ def quantize_int4(
 # cache
 
 
-def default_cache_root() -> Path:
-    from epub2audio.config import cache_dir
-
-    return cache_dir() / "onnx"
-
-
 def cache_path(model_id: str, precision: str, cache_root: str | os.PathLike | None = None) -> Path:
     """<cache_root>/<model_id>-<precision>/ (cache_root defaults to cache_dir()/onnx)."""
-    if not model_id:
-        raise ValueError("the ONNX LLM cache needs the checkpoint's model_id")
     check_precision(precision)
-    root = Path(cache_root) if cache_root is not None else default_cache_root()
-    return root / f"{_SAFE.sub('_', model_id)}-{precision}"
+    return entry_path(model_id, precision, cache_root)
 
 
 def check_precision(precision: str) -> None:
@@ -301,25 +267,9 @@ def _meta(model_id: str, precision: str, args: LLMArgs) -> dict[str, Any]:
 
 
 def cache_is_valid(path: Path, model_id: str, precision: str) -> bool:
-    try:
-        meta = json.loads((path / META_FILE).read_text())
-    except (OSError, ValueError):
-        return False
+    meta = read_meta(path) or {}
     want = {"format": CACHE_FORMAT, "version": CACHE_VERSION, "model_id": model_id, "precision": precision}
     return all(meta.get(k) == v for k, v in want.items()) and (path / MODEL_FILE).is_file() and (path / DATA_FILE).is_file()
-
-
-def _publish(tmp: Path, final: Path, meta: dict[str, Any]) -> None:
-    (tmp / META_FILE).write_text(json.dumps(meta, indent=1))
-    for f in tmp.iterdir():
-        with open(f, "rb") as fh:
-            os.fsync(fh.fileno())
-    if final.exists():  # an invalid leftover (or a concurrent writer's): replace it
-        shutil.rmtree(final, ignore_errors=True)
-    try:
-        os.rename(tmp, final)
-    except OSError:  # someone else published first
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def ensure_exported(
@@ -331,7 +281,6 @@ def ensure_exported(
     """(cache directory of `precision`, whether this call built it). `lm` may be a callable so a
     cache hit never builds the torch model."""
     check_precision(precision)
-    final = cache_path(model_id, precision, cache_root)
     get = lm if callable(lm) and not isinstance(lm, nn.Module) else (lambda: lm)
     model = None
 
@@ -341,56 +290,18 @@ def ensure_exported(
             model = get()
         return model
 
-    if cache_is_valid(final, model_id, precision):
-        return final, False
-    args = torch_lm().args
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
-    scratch: Path | None = None
-    try:
-        if precision == "fp32":
-            export_fp32(torch_lm(), tmp)
-        else:
-            fp32 = cache_path(model_id, "fp32", cache_root)
-            if not cache_is_valid(fp32, model_id, "fp32"):
-                scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}.fp32.", suffix=".tmp", dir=final.parent))
-                export_fp32(torch_lm(), scratch)
-                fp32 = scratch
-            (quantize_int8 if precision == "int8" else quantize_int4)(fp32 / MODEL_FILE, tmp)
-        _publish(tmp, final, _meta(model_id, precision, args))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
-    return final, True
+    return build_once(
+        cache_path(model_id, precision, cache_root), precision,
+        fp32_entry=cache_path(model_id, "fp32", cache_root),
+        is_valid=lambda path, p: cache_is_valid(path, model_id, p),
+        export_fp32=lambda folder: export_fp32(torch_lm(), folder),
+        quantize=lambda source, folder: (quantize_int8 if precision == "int8" else quantize_int4)(source / MODEL_FILE, folder),
+        meta=lambda: _meta(model_id, precision, torch_lm().args),
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
 # runtime
-
-
-def graph_precision(model_path: str | os.PathLike) -> str:
-    """What the graph computes its decoder MatMuls in, read from its operator types."""
-    import onnx
-
-    ops = {n.op_type for n in onnx.load(str(model_path), load_external_data=False).graph.node}
-    if "MatMulNBits" in ops:
-        return "int4"
-    if ops & {"MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}:
-        return "int8"
-    return "fp32"
-
-
-def make_session(model_path: str | os.PathLike, threads: int | None = None):
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = max(1, int(threads if threads is not None else torch.get_num_threads()))
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.log_severity_level = 3
-    return ort.InferenceSession(str(model_path), sess_options=so, providers=["CPUExecutionProvider"])
 
 
 class OnnxSpeechLM:
