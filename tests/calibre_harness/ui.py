@@ -81,27 +81,26 @@ class HarnessAction(InterfaceAction):
             self.report['error'] = traceback.format_exc()
             self.finish()
 
-    def quit_when_running(self):
+    def when_running(self, then):
+        """Poll until the engine process runs (or time is up), record its pids, then `then()`."""
         action = self.gui.iactions[ACTION]
         with action.lock:
             pids = [p.pid for p in action.processes.values()]
         if pids or time.monotonic() > self.deadline:
             time.sleep(0.5)
             self.report['engine_pids'] = pids
-            return self.finish()
-        QTimer.singleShot(100, self.quit_when_running)
+            return then()
+        QTimer.singleShot(100, lambda: self.when_running(then))
+
+    def quit_when_running(self):
+        self.when_running(self.finish)
 
     def kill_when_running(self):
-        action = self.gui.iactions[ACTION]
-        with action.lock:
-            pids = [p.pid for p in action.processes.values()]
-        if pids or time.monotonic() > self.deadline:
-            time.sleep(0.5)
-            self.report['engine_pids'] = pids
+        def stop_our_jobs():
             for job in self.our_jobs():
                 self.gui.job_manager.threaded_server.kill_job(job)  # what the Jobs list's Stop does
-            return QTimer.singleShot(200, self.poll)
-        QTimer.singleShot(100, self.kill_when_running)
+            QTimer.singleShot(200, self.poll)
+        self.when_running(stop_our_jobs)
 
     def finish(self):
         report = self.report
