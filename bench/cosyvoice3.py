@@ -38,7 +38,6 @@ use `--threads 1` (see the Threads table: 2 threads on 2 busy cores are slower t
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import shutil
 import sys

@@ -532,7 +532,6 @@ class _Loader:
         self._notes_read = read
         blocks: list[Block] = []
         at_end: list[Block] = []
-        doc = None
         for block in span.blocks:
             blocks.append(block)
             for href in block.notes:

@@ -18,6 +18,7 @@ broken up so they can never switch Piper into phoneme mode.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -145,12 +146,9 @@ class PiperEmbeddedVoice:
             model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"]
         )
         with open(config_path, encoding="utf-8") as f:
-            import json
-
             config = PiperConfig.from_dict(json.load(f))
         self._piper = PiperVoice(session=session, config=config)
         self._config = config
-        import piper as piper_pkg  # noqa: F401  (version lookup only)
         from importlib.metadata import version
 
         self.info = VoiceInfo(

@@ -64,6 +64,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -395,7 +396,7 @@ def load_onnx_llm(
     check_precision(precision)
     sd = state_dict() if callable(state_dict) else state_dict
     args = LLMArgs.from_config(config_json, sd)
-    path, _ = ensure_exported(lambda: CosyVoice3LM.from_checkpoint(config_json, sd), model_id, precision, cache_root)
+    path, _ = ensure_exported(partial(CosyVoice3LM.from_checkpoint, config_json, sd), model_id, precision, cache_root)
     embed = sd["llm.model.model.embed_tokens.weight"]
     speech = sd["speech_embedding.weight"]
     del sd
