@@ -159,6 +159,9 @@ def chapter_table(book) -> str:
     if book.skipped:
         lines.append("Skipped:")
         lines.extend(f"  - {s.title}: {s.reason}" for s in book.skipped)
+    if book.warnings:
+        lines.append("Warnings:")
+        lines.extend(f"  - {w}" for w in book.warnings)
     return "\n".join(lines)
 
 
@@ -170,6 +173,7 @@ def chapter_listing(book) -> dict:
                       "estimated_seconds": round(c.char_count / CHARS_PER_SECOND, 1)}
                      for i, c in enumerate(book.chapters, 1)],
         "skipped": [{"title": s.title, "reason": s.reason} for s in book.skipped],
+        "warnings": list(book.warnings),
     }
 
 

@@ -281,6 +281,8 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
     started = time.monotonic()
     reading = reading_for(Path(book_path), options)
     book = apply_metadata(load_book(book_path, notes=reading.notes), options.metadata)
+    for warning in book.warnings:  # parts of the book that could not be read as they should
+        progress.emit("warning", message=warning)
     chapter_indices = select_chapters(book, options.chapters)
     out_path = Path(out_path)
     if out_path.suffix.lower() != ".m4b":
