@@ -123,11 +123,21 @@ def load_book(path: str | Path, notes: str = "skip") -> Book:
         raise InputError(f"--notes must be one of {', '.join(NOTE_POLICIES)}, not {notes!r}")
     _check_file(path)
     try:
-        return _Loader(path, _open_epub(path), notes).load()
-    except PartUnreadable as exc:
+        package = _open_epub(path)
+    except NotImplementedError as exc:  # zipfile: a compression method or zip version it cannot undo
         raise InputError(f"{path.name}: not a readable EPUB ({exc})") from None
+    except RuntimeError as exc:  # zipfile: "File 'x' is encrypted, password required for extraction"
+        if isinstance(exc, RecursionError):
+            raise
+        raise InputError(f"{path.name}: not a readable EPUB (encrypted zip entries: {exc})") from None
     except PackageError as exc:
-        raise InputError(f"{path.name}: not a valid EPUB ({exc})") from None
+        raise InputError(f"{path.name}: not {'a readable' if isinstance(exc, PartUnreadable) else 'a valid'} "
+                         f"EPUB ({exc})") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError, ValueError, etree.LxmlError,
+            epub.EpubException) as exc:
+        raise InputError(f"{path.name}: not a readable EPUB ({_describe(exc)})") from None
+    try:
+        return _Loader(path, package, notes).load()
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError, ValueError, etree.LxmlError,
             epub.EpubException) as exc:
         raise InputError(f"{path.name}: not a readable EPUB ({_describe(exc)})") from None

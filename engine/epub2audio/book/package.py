@@ -11,14 +11,18 @@ and falls back from one to the other and to headings.
 
 from __future__ import annotations
 
+import posixpath
 import zipfile
 import zlib
 
 from ebooklib import epub
+from ebooklib.utils import parse_string
 
 from .text import drop_invalid_char_refs, invalid_refs_warning
 
 OPF = "{http://www.idpf.org/2007/opf}"
+ROOTFILE = "{urn:oasis:names:tc:opendocument:xmlns:container}rootfile"
+OPF_TYPE = "application/oebps-package+xml"
 
 
 class PackageError(Exception):
@@ -53,9 +57,15 @@ class PackageReader(epub.EpubReader):
         return data
 
     def _load_container(self):
-        super()._load_container()
-        if not getattr(self, "opf_file", None):
-            raise PackageError("META-INF/container.xml: no rootfile of type application/oebps-package+xml")
+        # ebooklib takes the last OPF rootfile, with or without a full-path; we take the first
+        # that has one.
+        root = parse_string(self.read_file("META-INF/container.xml")).getroot()
+        paths = [el.get("full-path") for el in (root.iter(ROOTFILE) if root is not None else [])
+                 if el.get("full-path") and el.get("media-type", OPF_TYPE) == OPF_TYPE]
+        if not paths:
+            raise PackageError("META-INF/container.xml: no rootfile names a package document")
+        self.opf_file = paths[0]
+        self.opf_dir = posixpath.dirname(self.opf_file)
 
     def _load_metadata(self):
         # The first step after ebooklib has parsed the package document into self.container.
