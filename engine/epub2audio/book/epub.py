@@ -333,7 +333,7 @@ class _Loader:
         self.roots: dict[str, object] = {}
         self.skipped: list[Skipped] = []
         # What could not be read as it should, one line each naming the part (Book.warnings).
-        self.warnings: list[str] = list(getattr(book, "package_warnings", []))
+        self.warnings: list[str] = []
         self.title = self._first_meta("title") or path.stem
         self.nav_item = next((i for i in book.get_items() if isinstance(i, epub.EpubNav)), None)
         self.nav_root = self._parse(self.nav_item.get_name(), _raw(self.nav_item)) if self.nav_item else None

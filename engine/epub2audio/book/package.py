@@ -18,7 +18,6 @@ import zlib
 from ebooklib import epub
 from ebooklib.utils import parse_string
 
-from .text import drop_invalid_char_refs, invalid_refs_warning
 
 OPF = "{http://www.idpf.org/2007/opf}"
 ROOTFILE = "{urn:oasis:names:tc:opendocument:xmlns:container}rootfile"
@@ -36,8 +35,6 @@ class PartUnreadable(PackageError):
 class PackageReader(epub.EpubReader):
     """epub.EpubReader that checks the package first and leaves TOC parsing to us."""
 
-    warnings: list[str]
-
     def read_file(self, name):
         try:
             data = super().read_file(name)
@@ -49,11 +46,6 @@ class PackageReader(epub.EpubReader):
             if isinstance(exc, RecursionError):
                 raise
             raise PartUnreadable(f"{name}: encrypted in the zip archive") from None
-        if name == getattr(self, "opf_file", None):
-            # &#xD800; in a title would reach us as bytes no string can hold (see text.py)
-            data, dropped = drop_invalid_char_refs(data)
-            if dropped:
-                self.warnings.append(f"{name}: {invalid_refs_warning(dropped)}")
         return data
 
     def _load_container(self):
@@ -83,10 +75,8 @@ def read_package(file) -> epub.EpubBook:
     """Like epub.read_epub(file, {"ignore_ncx": True}); raises PackageError for a package
     document ebooklib cannot read (and its usual errors for zip and file problems)."""
     reader = PackageReader(file, {"ignore_ncx": True})
-    reader.warnings = []
     book = reader.load()
     reader.process()
-    book.package_warnings = reader.warnings  # the loader reports them with its own
     return book
 
 
