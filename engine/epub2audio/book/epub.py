@@ -51,6 +51,7 @@ chapter (titled by its first heading, else the book title). Entries are then han
 from __future__ import annotations
 
 import base64
+import os
 import posixpath
 import re
 import zipfile
@@ -334,7 +335,8 @@ class _Loader:
         self.skipped: list[Skipped] = []
         # What could not be read as it should, one line each naming the part (Book.warnings).
         self.warnings: list[str] = []
-        self.title = self._first_meta("title") or path.stem
+        # No dc:title: the file's name, made valid text if it is not UTF-8 (it becomes a tag).
+        self.title = self._first_meta("title") or os.fsencode(path.stem).decode("utf-8", "replace")
         self.nav_item = next((i for i in book.get_items() if isinstance(i, epub.EpubNav)), None)
         self.nav_root = self._parse(self.nav_item.get_name(), _raw(self.nav_item)) if self.nav_item else None
         self.landmarks = self._landmarks()
