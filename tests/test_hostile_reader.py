@@ -154,3 +154,19 @@ def test_billion_laughs_is_reported_and_bounded(tmp_path):
     assert warning.startswith("a.xhtml: only partly read (") and "entity" in warning
     run = epub2audio(path, "--list-chapters")
     assert run.code == 0 and run.stdout.endswith(f"Warnings:\n  - {warning}\n")
+
+
+def test_note_reference_to_an_empty_fragment_is_ignored(tmp_path):
+    doc = xhtml('<h1>One</h1><p>See<a epub:type="noteref" href="#">1</a> and<a epub:type="noteref" '
+                'href="#n1">2</a>.</p><aside epub:type="footnote" id="n1"><p>The note.</p></aside>')
+    path = make_epub(tmp_path, {"a.xhtml": doc}, nav=[("One", "a.xhtml")])
+    assert load_book(path, notes="inline").chapters[0].paragraphs == ["One", "See and.", "Note: The note."]
+
+
+def test_svg_cover_with_broken_base64_is_no_cover_not_a_refusal(tmp_path):
+    svg = (b'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
+           b'<image xlink:href="data:image/png;base64,!!!notbase64"/></svg>')
+    path = make_epub(tmp_path, dict(TWO), nav=[("One", "a.xhtml"), ("Two", "b.xhtml")],
+                     extra_items={"cover.svg": (svg, "image/svg+xml", "cover-image")})
+    book = load_book(path)
+    assert book.cover is None and len(book.chapters) == 2

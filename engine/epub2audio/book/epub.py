@@ -51,6 +51,7 @@ chapter (titled by its first heading, else the book title). Entries are then han
 from __future__ import annotations
 
 import base64
+import binascii
 import os
 import posixpath
 import re
@@ -592,7 +593,10 @@ class _Loader:
     def _note_key(self, block: Block, href: str, span: Span) -> str | None:
         source = getattr(block, "source_doc", None)
         for doc in ([source] if source else []) + [s.partition("#")[0] for s in span.sources]:
-            key = "#".join(_resolve(doc, href))
+            target, fragment = _resolve(doc, href)
+            if fragment is None:  # "#" or "doc.xhtml#": points at no note
+                return None
+            key = f"{target}#{fragment}"
             if key in self.note_bodies:
                 return key
         return None
@@ -1021,7 +1025,8 @@ def _raw(item) -> bytes:
 
 def _raster_in_svg(data: bytes, name: str, book: epub.EpubBook) -> Cover | None:
     """An SVG cover that wraps a raster <image> (inline data URI or a file in the book)."""
-    root = etree.fromstring(data, etree.XMLParser(recover=True, no_network=True, huge_tree=True))
+    root = etree.fromstring(drop_invalid_char_refs(data)[0],
+                            etree.XMLParser(recover=True, no_network=True, huge_tree=True))
     if root is None:
         return None
     for el in root.iter():
@@ -1030,7 +1035,10 @@ def _raster_in_svg(data: bytes, name: str, book: epub.EpubBook) -> Cover | None:
         href = el.get(XLINK_HREF) or el.get("href") or ""
         match = re.match(r"data:(image/[\w+.-]+);base64,(.*)", href, re.DOTALL)
         if match and match.group(1) in RASTER_TYPES:
-            return Cover(base64.b64decode(match.group(2)), match.group(1))
+            try:
+                return Cover(base64.b64decode(match.group(2)), match.group(1))
+            except binascii.Error:  # a broken cover is no cover; the book is still readable
+                return None
         item = book.get_item_with_href(_resolve(name, href)[0]) if href else None
         if item is not None and item.media_type in RASTER_TYPES:
             return Cover(item.get_content(), item.media_type)
