@@ -112,3 +112,16 @@ def make_epub(
         for file_name, content in files.items():
             zf.writestr(file_name, content, zipfile.ZIP_DEFLATED)
     return path
+
+
+def edit_epub(path: Path, member: str, old: str, new: str) -> Path:
+    """Rewrite one file of an EPUB made by make_epub, replacing `old` (which must occur) by `new`."""
+    with zipfile.ZipFile(path) as zf:
+        files = {info.filename: zf.read(info) for info in zf.infolist()}
+    text = files[member].decode("utf-8")
+    assert old in text, f"{old!r} not in {member}"
+    files[member] = text.replace(old, new).encode("utf-8")
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data, zipfile.ZIP_STORED if name == "mimetype" else zipfile.ZIP_DEFLATED)
+    return path

@@ -159,6 +159,9 @@ def chapter_table(book) -> str:
     if book.skipped:
         lines.append("Skipped:")
         lines.extend(f"  - {s.title}: {s.reason}" for s in book.skipped)
+    if book.warnings:
+        lines.append("Warnings:")
+        lines.extend(f"  - {w}" for w in book.warnings)
     return "\n".join(lines)
 
 
@@ -170,6 +173,7 @@ def chapter_listing(book) -> dict:
                       "estimated_seconds": round(c.char_count / CHARS_PER_SECOND, 1)}
                      for i, c in enumerate(book.chapters, 1)],
         "skipped": [{"title": s.title, "reason": s.reason} for s in book.skipped],
+        "warnings": list(book.warnings),
     }
 
 
@@ -217,7 +221,9 @@ def run_convert(args: argparse.Namespace) -> int:
     if args.list_chapters:
         # The same notes policy as the conversion, so chapter numbers match --chapters.
         book = load_book(args.book, notes=reading_for(args.book, reading_options).notes)
-        print(json.dumps(chapter_listing(book), ensure_ascii=False) if args.progress == "json" else chapter_table(book))
+        from .progress import json_line
+
+        print(json_line(chapter_listing(book)) if args.progress == "json" else chapter_table(book))
         return EXIT_OK
     if not args.book.is_file():
         raise InputError(f"{args.book}: no such file")
@@ -256,6 +262,9 @@ def _on_sigterm(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # A file name that is not UTF-8 reaches us with lone surrogates; shown as \udcXX, not a crash.
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="backslashreplace")
     signal.signal(signal.SIGTERM, _on_sigterm)  # a front door stopping us = Ctrl-C: leave a resumable job
     json_mode = "--progress" in argv and argv[argv.index("--progress") + 1 : argv.index("--progress") + 2] == ["json"]
     debug = "--debug" in argv

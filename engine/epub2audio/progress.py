@@ -16,9 +16,20 @@ front ends read: one object a line on stdout, each with an "event" key:
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from typing import TextIO
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_line(value) -> str:
+    """One JSON object on one line, non-ASCII text as is. A file name that is not UTF-8 holds lone
+    surrogates ('caf\\udce9.epub'), which no UTF-8 stream can write: they become \\udcXX escapes,
+    valid JSON that decodes to the same str (os.fsencode gives the file's bytes back)."""
+    text = json.dumps(value, ensure_ascii=False)
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
 
 
 class Progress:
@@ -34,7 +45,7 @@ class JsonLinesProgress(Progress):
         self.stream = stream
 
     def emit(self, event: str, **fields) -> None:
-        self.stream.write(json.dumps({"event": event, **fields}, ensure_ascii=False) + "\n")
+        self.stream.write(json_line({"event": event, **fields}) + "\n")
         self.stream.flush()
 
 

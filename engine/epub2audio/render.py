@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import queue
 import threading
 import time
@@ -108,8 +109,10 @@ class Interrupted(Exception):
 
 
 def job_dir_for(out_path: Path) -> Path:
-    digest = hashlib.sha256(str(Path(out_path).resolve()).encode()).hexdigest()[:16]
-    return cache_dir() / "jobs" / f"{Path(out_path).stem[:40]}-{digest}"
+    digest = hashlib.sha256(os.fsencode(Path(out_path).resolve())).hexdigest()[:16]
+    # The name is for people; a stem that is not UTF-8 gets U+FFFD (SQLite wants a UTF-8 path).
+    stem = os.fsencode(Path(out_path).stem).decode("utf-8", "replace")[:40]
+    return cache_dir() / "jobs" / f"{stem}-{digest}"
 
 
 def select_chapters(book: Book, wanted: list[int] | None) -> list[int]:
@@ -281,6 +284,8 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
     started = time.monotonic()
     reading = reading_for(Path(book_path), options)
     book = apply_metadata(load_book(book_path, notes=reading.notes), options.metadata)
+    for warning in book.warnings:  # parts of the book that could not be read as they should
+        progress.emit("warning", message=warning)
     chapter_indices = select_chapters(book, options.chapters)
     out_path = Path(out_path)
     if out_path.suffix.lower() != ".m4b":

@@ -72,6 +72,16 @@ def write_wav_atomically(path: Path, pcm: bytes, sample_rate: int) -> None:
     atomic_write(path, buffer.getvalue())
 
 
+def _db_text(value: str) -> str | bytes:
+    """SQLite text must be UTF-8; a file name that is not (b'caf\\xe9.epub' on Linux, which Python
+    holds as 'caf\\udce9.epub') is stored as its bytes, and get_meta gives the same str back."""
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogateescape")
+
+
 class SegmentStore:
     def __init__(self, job_dir: Path):
         self.job_dir = Path(job_dir)
@@ -88,6 +98,8 @@ class SegmentStore:
     # --- job metadata -------------------------------------------------------------------
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row and isinstance(row[0], bytes):  # a path that is not UTF-8, stored as its bytes
+            return row[0].decode("utf-8", "surrogateescape")
         return row[0] if row else default
 
     def set_meta(self, **values: str) -> None:
@@ -95,7 +107,7 @@ class SegmentStore:
             self.db.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                [(k, str(v)) for k, v in values.items()],
+                [(k, _db_text(str(v))) for k, v in values.items()],
             )
 
     # --- the plan: which segments make up the book now ------------------------------------

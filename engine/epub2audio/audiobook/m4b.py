@@ -27,6 +27,7 @@ import itertools
 import os
 import re
 import secrets
+import struct
 import subprocess
 import tempfile
 import threading
@@ -186,6 +187,7 @@ def write_m4b(
             cover_file = _write_cover(Path(work), cover) if cover else None
             cmd = _ffmpeg_command(tmp, meta, cover_file, sample_rate, bitrate)
             _encode(cmd, _pcm_chunks(chapters, lengths))
+        _fix_chpl_titles(tmp)
         _add_freeform_tags(tmp, tags)
         _fsync_file(tmp)
         os.replace(tmp, out_path)
@@ -283,7 +285,7 @@ def ffmetadata(
             f"TIMEBASE=1/{sample_rate}",
             f"START={start}",
             f"END={end}",
-            f"title={_escape(' '.join(chapter.title.split()))}",  # one line in every player's list
+            f"title={_escape(chapter.title)}",  # exactly as given (the reader makes titles one line)
         ]
     return "\n".join(lines) + "\n"
 
@@ -312,7 +314,12 @@ def _global_tags(tags: Tags) -> list[tuple[str, str]]:
 def _escape(value: str) -> str:
     # FFMETADATA treats = ; # \ and newline as syntax; a backslash makes the next character literal.
     value = value.replace("\r\n", "\n").replace("\r", "\n").replace("\0", "")
-    return re.sub(r"([=;#\\\n])", r"\\\1", value)
+    escaped = re.sub(r"([=;#\\\n])", r"\\\1", value)
+    # ffmpeg's line reader takes any newline after a backslash as escaped, even after an escaped
+    # backslash ("a\\" + newline), so a value ending in a backslash would swallow the next line.
+    # After a NUL it ends the line again, and its tag parser reads the value as a C string, so
+    # the NUL also ends the value.
+    return escaped + "\0" if value.endswith("\\") else escaped
 
 
 # --------------------------------------------------------------------------------------------
@@ -416,6 +423,65 @@ def _close_quietly(stream: IO[bytes] | None) -> None:
 
 # --------------------------------------------------------------------------------------------
 # After encoding
+
+
+def _fix_chpl_titles(path: Path) -> None:
+    """ffmpeg cuts Nero chapter titles at 255 bytes, even inside a UTF-8 character, and mutagen
+    then refuses the whole file. Cut such titles back to a character boundary, in place: the
+    entries after one move up and the box ends in zeros (readers stop after the counted entries),
+    so no box changes size and no offset moves."""
+    with open(path, "r+b") as f:
+        chpl = _find_box(f, [b"moov", b"udta", b"chpl"])
+        if chpl is None:
+            return
+        start, size = chpl
+        f.seek(start)
+        data = f.read(size)
+        count, pos, out = data[8], 9, bytearray(data[:9])
+        for _ in range(count):
+            if pos + 9 > len(data):
+                return  # not the layout ffmpeg writes; leave it alone
+            length = data[pos + 8]
+            title = data[pos + 9:pos + 9 + length]
+            while title:
+                try:
+                    title.decode("utf-8")
+                    break
+                except UnicodeDecodeError as exc:
+                    if exc.start < len(title) - 3:
+                        return  # broken for another reason than the cut; not ours to fix
+                    title = title[:exc.start]
+            out += data[pos:pos + 8] + bytes([len(title)]) + title
+            pos += 9 + length
+        if len(out) < pos:
+            f.seek(start)
+            f.write(bytes(out) + bytes(len(data) - len(out)))
+
+
+def _find_box(f: IO[bytes], names: list[bytes]) -> tuple[int, int] | None:
+    """(payload offset, payload size) of the box at the path `names` (e.g. moov/udta/chpl)."""
+    f.seek(0, os.SEEK_END)
+    start, end = 0, f.tell()
+    for depth, name in enumerate(names):
+        pos = start
+        while pos + 8 <= end:
+            f.seek(pos)
+            size, kind = struct.unpack(">I4s", f.read(8))
+            header = 8
+            if size == 1:
+                (size,) = struct.unpack(">Q", f.read(8))
+                header = 16
+            elif size == 0:
+                size = end - pos
+            if size < header:
+                return None
+            if kind == name:
+                start, end = pos + header, pos + size
+                break
+            pos += size
+        else:
+            return None
+    return start, end - start
 
 
 def _add_freeform_tags(path: Path, tags: Tags) -> None:

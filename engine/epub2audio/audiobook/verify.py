@@ -80,6 +80,7 @@ FRAME_SECONDS = 0.01
 REQUIRED_TAGS = {"©nam": "title", "©ART": "artist", "©alb": "album", "©wrt": "composer (narrator)",
                  "©gen": "genre"}
 DURATION_TOLERANCE_SAMPLES = 2048  # a decoder that keeps the last AAC frame's padding (ffmpeg 5.1)
+NERO_TITLE_BYTES = 255
 NERO_TOLERANCE_SECONDS = 0.001  # chpl stores 100 ns units; QuickTime stores samples
 
 
@@ -308,12 +309,18 @@ def _check_container(path: Path, problems: list[Problem]) -> tuple[dict, list[tu
             problems.append(Problem("container", f"{len(qt)} QuickTime chapters but {len(nero)} Nero chapters"))
         else:
             for i, ((ns, nt), (s, _e, t)) in enumerate(zip(nero, marks), 1):
-                if abs(ns - s / sample_rate) > NERO_TOLERANCE_SECONDS or nt != t:
+                if abs(ns - s / sample_rate) > NERO_TOLERANCE_SECONDS or nt != nero_title(t):
                     problems.append(Problem("container", f"chapter {i}: Nero chpl says {nt!r} at {ns:.3f} s, "
                                                          f"QuickTime {t!r} at {s / sample_rate:.3f} s", i))
                     break
     info["chapter_sum_seconds"] = round(sum(e - s for s, e, _t in marks) / sample_rate, 3) if marks else 0
     return info, marks, sample_rate
+
+
+def nero_title(title: str) -> str:
+    """A title as the Nero chpl list holds it: at most 255 bytes of UTF-8, cut at a character
+    boundary (its length is one byte; m4b.py cuts ffmpeg's byte cut back to a boundary)."""
+    return title.encode("utf-8")[:NERO_TITLE_BYTES].decode("utf-8", "ignore")
 
 
 def _ffmpeg_chapters(path: Path, sample_rate: int) -> list[tuple[int, int, str]]:
@@ -654,7 +661,7 @@ def _check_layout(job: _Job, marks, rows, container, problems) -> None:
     for row, (ci, title), (_s, _e, mark_title) in zip(rows, job.chapters, marks):
         row.book_chapter = ci + 1
         row.segments = len(job.segments.get(ci, []))
-        if " ".join(title.split()) != mark_title:
+        if title != mark_title:
             problems.append(Problem("layout", f"chapter title {mark_title!r}, the job planned {title!r}", row.number))
 
 
@@ -944,7 +951,8 @@ def format_report(report: VerifyReport) -> str:
     lines.append(f"{'#':>3}  {'Chapter':<{width}}  {'Length':>8}  {'Segs':>4}  {'Silent':>6}  {'Pace':>4}  "
                  f"{'Gaps':>4}  {'WER':>5}  {'Win':>3}  {'Coverage':>8}  Verdict")
     for r in report.chapters:
-        title = r.title if len(r.title) <= width else r.title[: width - 1] + "…"
+        title = " ".join(r.title.split())  # one line in the table
+        title = title if len(title) <= width else title[: width - 1] + "…"
         wer_text = f"{r.wer:.3f}" if r.wer is not None else "-"
         cov = f"{100 * r.coverage:.1f}%" if r.coverage is not None else "-"
         lines.append(f"{r.number:>3}  {title:<{width}}  {_clock(r.seconds):>8}  {r.segments:>4}  "

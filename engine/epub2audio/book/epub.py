@@ -51,6 +51,8 @@ chapter (titled by its first heading, else the book title). Entries are then han
 from __future__ import annotations
 
 import base64
+import binascii
+import os
 import posixpath
 import re
 import zipfile
@@ -64,8 +66,10 @@ from lxml import etree, html
 
 from ..errors import InputError
 from .model import Book, Chapter, Cover, Skipped
-from .text import (BLOCK_TAGS, HEADING_TAGS, Anchor, Block, clean, epub_types, find_body, is_noteref,
-                   _is_internal_link, is_unread, local_name, noteref_href, parse_xhtml, read_blocks)
+from .package import PackageError, PartUnreadable, read_package
+from .text import (BLOCK_TAGS, HEADING_TAGS, RESOURCE_ERRORS, Anchor, Block, clean, drop_invalid_char_refs,
+                   epub_types, find_body, is_noteref, _is_internal_link, is_unread, local_name, noteref_href,
+                   parse_document, parse_xhtml, read_blocks)
 
 XHTML_TYPES = ("application/xhtml+xml", "text/html", "application/x-dtbook+xml")
 RASTER_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
@@ -121,7 +125,21 @@ def load_book(path: str | Path, notes: str = "skip") -> Book:
         raise InputError(f"--notes must be one of {', '.join(NOTE_POLICIES)}, not {notes!r}")
     _check_file(path)
     try:
-        return _Loader(path, _open_epub(path), notes).load()
+        package = _open_epub(path)
+    except NotImplementedError as exc:  # zipfile: a compression method or zip version it cannot undo
+        raise InputError(f"{path.name}: not a readable EPUB ({exc})") from None
+    except RuntimeError as exc:  # zipfile: "File 'x' is encrypted, password required for extraction"
+        if isinstance(exc, RecursionError):
+            raise
+        raise InputError(f"{path.name}: not a readable EPUB (encrypted zip entries: {exc})") from None
+    except PackageError as exc:
+        raise InputError(f"{path.name}: not {'a readable' if isinstance(exc, PartUnreadable) else 'a valid'} "
+                         f"EPUB ({exc})") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError, ValueError, etree.LxmlError,
+            epub.EpubException) as exc:
+        raise InputError(f"{path.name}: not a readable EPUB ({_describe(exc)})") from None
+    try:
+        return _Loader(path, package, notes).load()
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError, ValueError, etree.LxmlError,
             epub.EpubException) as exc:
         raise InputError(f"{path.name}: not a readable EPUB ({_describe(exc)})") from None
@@ -158,8 +176,8 @@ def _open_epub(path: Path) -> epub.EpubBook:
         raise InputError(f"{name}: not a readable EPUB (the zip archive is truncated or damaged)") from None
     except etree.XMLSyntaxError as exc:
         raise InputError(f"{name}: not a valid EPUB (malformed container or package XML: {exc})") from None
-    # ignore_ncx: ebooklib would build its toc from the NCX; we read nav and NCX ourselves.
-    return epub.read_epub(str(path), options={"ignore_ncx": True})
+    # ebooklib's reader without its nav/NCX parsing: we read nav and NCX ourselves (package.py).
+    return read_package(str(path))
 
 
 def _describe(exc: Exception) -> str:
@@ -200,10 +218,12 @@ def _resolve(base_doc: str, href: str) -> tuple[str, str | None]:
 
 
 def _flatten(entries: list[TocEntry]) -> list[TocEntry]:
-    flat = []
-    for entry in entries:
+    """Every entry, depth first (iteratively: a TOC may nest as deep as its document)."""
+    flat, stack = [], list(reversed(entries))
+    while stack:
+        entry = stack.pop()
         flat.append(entry)
-        flat.extend(_flatten(entry.children))
+        stack.extend(reversed(entry.children))
     return flat
 
 
@@ -211,7 +231,7 @@ def nav_toc(nav_name: str, root) -> list[TocEntry]:
     """Top-level entries of the nav document's epub:type="toc" list."""
     nav = _find_nav(root, "toc")
     ol = next((c for c in nav if local_name(c) in ("ol", "ul")), None) if nav is not None else None
-    return _nav_list(nav_name, ol, 0, None) if ol is not None else []
+    return _nav_list(nav_name, ol) if ol is not None else []
 
 
 def _find_nav(root, kind: str):
@@ -221,41 +241,49 @@ def _find_nav(root, kind: str):
     return None
 
 
-def _nav_list(nav_name, ol, depth, parent) -> list[TocEntry]:
-    entries = []
-    for li in ol:
-        if local_name(li) != "li":
-            continue
-        label_el = next((c for c in li if local_name(c) in ("a", "span")), None)
-        if label_el is None:
-            continue
-        href = label_el.get("href") if local_name(label_el) == "a" else None
-        doc, fragment = _resolve(nav_name, href) if href else (None, None)
-        entry = TocEntry(clean("".join(label_el.itertext())), doc, fragment, depth, parent)
-        sub = next((c for c in li if local_name(c) in ("ol", "ul")), None)
-        if sub is not None:
-            entry.children = _nav_list(nav_name, sub, depth + 1, entry)
-        entries.append(entry)
-    return entries
+def _nav_list(nav_name, top_ol) -> list[TocEntry]:
+    """The entries of a nav <ol>, nested <ol>s as children; a work list, not recursion."""
+    top: list[TocEntry] = []
+    work = [(top_ol, 0, None)]  # (list element, depth, parent entry)
+    while work:
+        ol, depth, parent = work.pop()
+        for li in ol:
+            if local_name(li) != "li":
+                continue
+            label_el = next((c for c in li if local_name(c) in ("a", "span")), None)
+            if label_el is None:
+                continue
+            href = label_el.get("href") if local_name(label_el) == "a" else None
+            doc, fragment = _resolve(nav_name, href) if href else (None, None)
+            entry = TocEntry(clean("".join(label_el.itertext())), doc, fragment, depth, parent)
+            (parent.children if parent else top).append(entry)
+            sub = next((c for c in li if local_name(c) in ("ol", "ul")), None)
+            if sub is not None:
+                work.append((sub, depth + 1, entry))
+    return top
 
 
 def ncx_toc(ncx_name: str, root) -> list[TocEntry]:
     nav_map = root.find(f"{NCX_NS}navMap")
-    return _ncx_points(ncx_name, nav_map, 0, None) if nav_map is not None else []
+    return _ncx_points(ncx_name, nav_map) if nav_map is not None else []
 
 
-def _ncx_points(ncx_name, parent_el, depth, parent) -> list[TocEntry]:
-    entries = []
-    for point in parent_el.findall(f"{NCX_NS}navPoint"):
-        label = clean("".join(point.find(f"{NCX_NS}navLabel").itertext())) if point.find(
-            f"{NCX_NS}navLabel") is not None else ""
-        content = point.find(f"{NCX_NS}content")
-        src = content.get("src") if content is not None else None
-        doc, fragment = _resolve(ncx_name, src) if src else (None, None)
-        entry = TocEntry(label, doc, fragment, depth, parent)
-        entry.children = _ncx_points(ncx_name, point, depth + 1, entry)
-        entries.append(entry)
-    return entries
+def _ncx_points(ncx_name, nav_map) -> list[TocEntry]:
+    """The navPoints under navMap, nested ones as children; a work list, not recursion."""
+    top: list[TocEntry] = []
+    work = [(nav_map, 0, None)]
+    while work:
+        parent_el, depth, parent = work.pop()
+        for point in parent_el.findall(f"{NCX_NS}navPoint"):
+            label_el = point.find(f"{NCX_NS}navLabel")
+            label = clean("".join(label_el.itertext())) if label_el is not None else ""
+            content = point.find(f"{NCX_NS}content")
+            src = content.get("src") if content is not None else None
+            doc, fragment = _resolve(ncx_name, src) if src else (None, None)
+            entry = TocEntry(label, doc, fragment, depth, parent)
+            (parent.children if parent else top).append(entry)
+            work.append((point, depth + 1, entry))
+    return top
 
 
 # ----------------------------------------------------------------------------------------------
@@ -306,9 +334,12 @@ class _Loader:
         self.notes = notes
         self.roots: dict[str, object] = {}
         self.skipped: list[Skipped] = []
-        self.title = self._first_meta("title") or path.stem
+        # What could not be read as it should, one line each naming the part (Book.warnings).
+        self.warnings: list[str] = []
+        # No dc:title: the file's name, made valid text if it is not UTF-8 (it becomes a tag).
+        self.title = self._first_meta("title") or os.fsencode(path.stem).decode("utf-8", "replace")
         self.nav_item = next((i for i in book.get_items() if isinstance(i, epub.EpubNav)), None)
-        self.nav_root = parse_xhtml(_raw(self.nav_item)) if self.nav_item else None
+        self.nav_root = self._parse(self.nav_item.get_name(), _raw(self.nav_item)) if self.nav_item else None
         self.landmarks = self._landmarks()
         self.cover_images = {i.get_name() for i in self._cover_items()}
         self.raw_toc = self._read_toc()
@@ -451,6 +482,7 @@ class _Loader:
             identifier=self._identifier(),
             cover=self._cover(cover_docs),
             pronunciation_lexicon=self._pls_entries(),
+            warnings=self.warnings,
         )
 
     # -- pronunciation lexicons ------------------------------------------------------------
@@ -471,8 +503,14 @@ class _Loader:
     def _root(self, name: str):
         if name not in self.roots:
             item = self.book.get_item_with_href(name)
-            self.roots[name] = parse_xhtml(_raw(item)) if item is not None else None
+            self.roots[name] = self._parse(name, _raw(item)) if item is not None else None
         return self.roots[name]
+
+    def _parse(self, name: str, data: bytes):
+        """A content document's tree; what the parser lost becomes a warning naming the file."""
+        root, problems = parse_document(data)
+        self.warnings.extend(f"{name}: {problem}" for problem in problems)
+        return root
 
     def _find_notes(self, spine: list[str]):
         """Every note that a reference in the linear spine points at, and its body elements."""
@@ -555,7 +593,10 @@ class _Loader:
     def _note_key(self, block: Block, href: str, span: Span) -> str | None:
         source = getattr(block, "source_doc", None)
         for doc in ([source] if source else []) + [s.partition("#")[0] for s in span.sources]:
-            key = "#".join(_resolve(doc, href))
+            target, fragment = _resolve(doc, href)
+            if fragment is None:  # "#" or "doc.xhtml#": points at no note
+                return None
+            key = f"{target}#{fragment}"
             if key in self.note_bodies:
                 return key
         return None
@@ -566,7 +607,10 @@ class _Loader:
         nav_name = self.nav_item.get_name() if self.nav_item else None
         for idref, linear in self.book.spine:
             item = self.book.get_item_with_id(idref)
-            if item is None or item.media_type not in XHTML_TYPES:
+            if item is None:
+                self.warnings.append(f"spine item {idref!r}: no such item in the manifest; not read")
+                continue
+            if item.media_type not in XHTML_TYPES:
                 continue
             name = item.get_name()
             if name == nav_name:
@@ -584,16 +628,31 @@ class _Loader:
                 or item.get_name())
 
     def _read_toc(self) -> list[TocEntry]:
-        """Nav document first (EPUB3), else the NCX. (Not ebooklib's book.toc: it prefers the NCX.)"""
+        """Nav document first (EPUB3), else the NCX. (Not ebooklib's book.toc: it prefers the NCX.)
+        A TOC that is there but gives nothing is reported; the next source is tried."""
         if self.nav_item is not None:
             entries = nav_toc(self.nav_item.get_name(), self.nav_root)
             if entries:
                 return entries
+            nav = _find_nav(self.nav_root, "toc")
+            why = ('no <nav epub:type="toc">' if nav is None else
+                   "the nav has no list" if not any(local_name(c) in ("ol", "ul") for c in nav) else
+                   "the nav's list has no entries")
+            self.warnings.append(f"{self.nav_item.get_name()}: {why}; chapters come from the NCX or the headings")
         ncx = next((i for i in self.book.get_items() if i.media_type == "application/x-dtbncx+xml"), None)
         if ncx is None:
             return []
-        root = etree.fromstring(ncx.content, etree.XMLParser(recover=True, no_network=True))
-        return ncx_toc(ncx.get_name(), root) if root is not None else []
+        parser = etree.XMLParser(recover=True, no_network=True, resolve_entities=False, huge_tree=True)
+        root = etree.fromstring(drop_invalid_char_refs(ncx.content)[0], parser)
+        entries = ncx_toc(ncx.get_name(), root) if root is not None else []
+        lost = next((e.message.strip() for e in parser.error_log if e.type in RESOURCE_ERRORS), None)
+        if lost:
+            self.warnings.append(f"{ncx.get_name()}: only partly read ({lost.rstrip('.')})")
+        if not entries:
+            why = ("not XML" if root is None else "the NCX has no navMap" if root.find(f"{NCX_NS}navMap") is None
+                   else "the navMap has no navPoints")
+            self.warnings.append(f"{ncx.get_name()}: {why}; chapters come from the headings")
+        return entries
 
     def _toc(self, spine: set[str]) -> list[TocEntry]:
         """All entries, flattened; links to files outside the linear spine are unlinked."""
@@ -804,28 +863,37 @@ def _note_text(elements: list, href_marker: str | None = None) -> str:
     parts: list[str] = []
     state = {"seen_text": False}
 
-    def walk(el, top=False):
-        if not isinstance(el.tag, str) or (is_unread(el) and not top) or is_noteref(el):
-            return
-        if "backlink" in epub_types(el) or el.get("role") == "doc-backlink":
-            return
-        tag = local_name(el)
-        if tag == "a" and _is_internal_link(el) and not state["seen_text"]:
-            state["seen_text"] = True  # the note's own label, linking back to the text
-            return
-        if tag in BLOCK_TAGS or tag == "br":
-            parts.append(" ")
-        if el.text:
-            parts.append(el.text)
-            state["seen_text"] = state["seen_text"] or bool(el.text.strip())
-        for child in el:
-            walk(child)
-            if child.tail:
-                parts.append(child.tail)
-                state["seen_text"] = state["seen_text"] or bool(child.tail.strip())
+    def read(root):
+        # Depth first with an explicit stack (any depth of nesting); strings are tails.
+        stack: list = [(root, True)]
+        while stack:
+            el, top = stack.pop()
+            if isinstance(el, str):
+                parts.append(el)
+                state["seen_text"] = state["seen_text"] or bool(el.strip())
+                continue
+            if not isinstance(el.tag, str) or (is_unread(el) and not top) or is_noteref(el):
+                continue
+            if "backlink" in epub_types(el) or el.get("role") == "doc-backlink":
+                continue
+            tag = local_name(el)
+            if tag == "a" and _is_internal_link(el) and not state["seen_text"]:
+                state["seen_text"] = True  # the note's own label, linking back to the text
+                continue
+            if tag in BLOCK_TAGS or tag == "br":
+                parts.append(" ")
+            if el.text:
+                parts.append(el.text)
+                state["seen_text"] = state["seen_text"] or bool(el.text.strip())
+            after: list = []
+            for child in el:
+                after.append((child, False))
+                if child.tail:
+                    after.append((child.tail, False))
+            stack.extend(reversed(after))
 
     for element in elements:
-        walk(element, top=True)
+        read(element)
         parts.append(" ")
     text = clean("".join(parts))
     text = NOTE_LABEL.sub("", text, count=1)
@@ -957,7 +1025,8 @@ def _raw(item) -> bytes:
 
 def _raster_in_svg(data: bytes, name: str, book: epub.EpubBook) -> Cover | None:
     """An SVG cover that wraps a raster <image> (inline data URI or a file in the book)."""
-    root = etree.fromstring(data, etree.XMLParser(recover=True, no_network=True, huge_tree=True))
+    root = etree.fromstring(drop_invalid_char_refs(data)[0],
+                            etree.XMLParser(recover=True, no_network=True, huge_tree=True))
     if root is None:
         return None
     for el in root.iter():
@@ -966,7 +1035,10 @@ def _raster_in_svg(data: bytes, name: str, book: epub.EpubBook) -> Cover | None:
         href = el.get(XLINK_HREF) or el.get("href") or ""
         match = re.match(r"data:(image/[\w+.-]+);base64,(.*)", href, re.DOTALL)
         if match and match.group(1) in RASTER_TYPES:
-            return Cover(base64.b64decode(match.group(2)), match.group(1))
+            try:
+                return Cover(base64.b64decode(match.group(2)), match.group(1))
+            except binascii.Error:  # a broken cover is no cover; the book is still readable
+                return None
         item = book.get_item_with_href(_resolve(name, href)[0]) if href else None
         if item is not None and item.media_type in RASTER_TYPES:
             return Cover(item.get_content(), item.media_type)

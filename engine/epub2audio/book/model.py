@@ -58,3 +58,7 @@ class Book:
     cover: Cover | None = None
     # (grapheme, IPA) entries of the book's PLS pronunciation lexicons, in manifest order.
     pronunciation_lexicon: list[tuple[str, str]] = field(default_factory=list)
+    # What could not be read as it should, one line each naming the part ("ch3.xhtml: only partly
+    # read (...)", "spine item 'x': no such item in the manifest; not read"). Shown by
+    # --list-chapters and sent as warning events; never dropped silently.
+    warnings: list[str] = field(default_factory=list)

@@ -27,22 +27,35 @@ from num2words import num2words
 # Number words
 
 
+# Longer runs of digits (an ID, a serial number, a run of hostile input) are read digit by digit:
+# nobody says "one quadrillion ...", and past 4300 digits Python will not even make them an int.
+MAX_NUMBER_DIGITS = 15
+
+
+def _digit_by_digit(digits: str) -> str:
+    return " ".join(num2words(int(d)) for d in digits)
+
+
 def cardinal(number: str | int) -> str:
     """'59,265' → 'fifty-nine thousand two hundred and sixty-five'; '3.14' → 'three point one four'."""
     s = str(number).replace(",", "")
     negative = s.startswith(("-", "−"))
     s = s.lstrip("-−")
     whole, _, frac = s.partition(".")
-    words = num2words(int(whole)) if whole else ""
+    long = len(whole) > MAX_NUMBER_DIGITS
+    words = _digit_by_digit(whole) if long else num2words(int(whole)) if whole else ""
     if frac:
-        digits = " ".join(num2words(int(d)) for d in frac)
+        digits = _digit_by_digit(frac)
         words = f"{words} point {digits}".strip() if whole else f"point {digits}"
     words = words.replace(",", "")
     return f"minus {words}" if negative else words
 
 
 def ordinal(number: str | int) -> str:
-    return num2words(int(str(number).replace(",", "")), to="ordinal").replace(",", "")
+    digits = str(number).replace(",", "")
+    if len(digits) > MAX_NUMBER_DIGITS:
+        return cardinal(digits)
+    return num2words(int(digits), to="ordinal").replace(",", "")
 
 
 def year(number: str | int) -> str:
@@ -474,7 +487,13 @@ def _shouting(text: str) -> str:
     return "".join(out)
 
 
+# A run of more digits than MAX_NUMBER_DIGITS, plain or in thousands groups.
+_LONG_NUMBER = re.compile(rf"\d{{{MAX_NUMBER_DIGITS + 1},}}|\d{{1,3}}(?:,\d{{3}}){{{MAX_NUMBER_DIGITS // 3},}}")
+
+
 def normalize(text: str, heading: bool = False) -> str:
+    # Long digit runs first, so no later rule (money, ranges, fractions) sees a number it cannot say.
+    text = _LONG_NUMBER.sub(lambda m: f" {_digit_by_digit(m[0].replace(',', ''))} ", text)
     text = _typography(text)
     text = _romans(text, heading)
     text = _shouting(text)

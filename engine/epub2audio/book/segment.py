@@ -53,12 +53,17 @@ class Segment:
 def split_sentences(paragraph: str) -> list[str]:
     sentences, start = [], 0
     for match in _SENTENCE_END.finditer(paragraph):
-        candidate = paragraph[start : match.end(1)].strip()
-        last_word = candidate.rsplit(None, 1)[-1] if candidate else ""
+        end = match.end(1)
+        # The word the punctuation ends, found without copying the sentence so far (a paragraph
+        # of "Mr. Mr. Mr. ..." would make that quadratic).
+        word_start = end
+        while word_start > start and not paragraph[word_start - 1].isspace():
+            word_start -= 1
+        last_word = paragraph[word_start:end]
         stem = last_word.rstrip(".").lstrip("(\"'“‘").lower()
         if last_word.endswith(".") and (stem in _ABBREVIATIONS or _is_initial(stem)):
             continue  # "Mr. Lorry", "J. Smith": not the end of a sentence
-        sentences.append(candidate)
+        sentences.append(paragraph[start:end].strip())
         start = match.end()
     tail = paragraph[start:].strip()
     if tail:
@@ -71,22 +76,36 @@ def _is_initial(word: str) -> bool:
 
 
 def split_long(sentence: str, limit: int = MAX_SEGMENT_CHARS) -> list[str]:
-    """Split a sentence longer than `limit` at the strongest break that keeps pieces under it."""
-    if len(sentence) <= limit:
-        return [sentence]
-    for pattern in _SOFT_BREAKS:
-        cut = _last_break(pattern, sentence, limit)
+    """Split a sentence longer than `limit` at the strongest break that keeps pieces under it.
+    Left to right, looking only at the next `limit` characters each time, so a 5 MB run of words
+    costs linear time and no copies of what is left."""
+    pieces, start, end = [], 0, len(sentence)
+    while end - start > limit:
+        cut = 0
+        for pattern in _SOFT_BREAKS:
+            cut = _last_break(pattern, sentence, start, limit)
+            if cut:
+                break
         if cut:
-            head, tail = sentence[:cut].rstrip(), sentence[cut:].lstrip()
-            return [head] + split_long(tail, limit)
-    # A single "word" longer than the limit (a URL, a run of symbols): cut it hard.
-    return [sentence[:limit]] + split_long(sentence[limit:], limit)
+            pieces.append(sentence[start:cut].rstrip())
+        else:  # a single "word" longer than the limit (a URL, a run of symbols): cut it hard
+            cut = start + limit
+            pieces.append(sentence[start:cut])
+        start = cut
+        while start < end and sentence[start].isspace():
+            start += 1
+    if start < end:
+        pieces.append(sentence[start:])
+    return pieces
 
 
-def _last_break(pattern: re.Pattern, text: str, limit: int) -> int:
+def _last_break(pattern: re.Pattern, text: str, start: int, limit: int) -> int:
+    """Where the last break in text[start:start + limit] ends (0 if none): the piece before it,
+    trailing spaces dropped, must fit in `limit` and not be tiny."""
     best = 0
-    for match in pattern.finditer(text, 0, limit + 1):
-        if match.end() > limit // 3:  # avoid a tiny first piece
+    for match in pattern.finditer(text, start, start + limit + 1):
+        kept = match.start() + len(match.group().rstrip())  # the break's own punctuation stays
+        if kept - start <= limit and match.end() - start > limit // 3:
             best = match.end()
     return best
 

@@ -80,6 +80,9 @@ SPACES = re.compile(r"[\s\x1e]+")
 RAW_LINES = re.compile(r"[\n\x1e]")
 EMPTY_BRACKETS = re.compile(r"\(\s*\)|\[\s*\]")
 LINE_BREAK = "\x1e"  # a private marker: raw newlines in the source are only whitespace
+CHAR_REF = re.compile(rb"&#(?:[xX]([0-9a-fA-F]{1,16})|([0-9]{1,20}));")
+# libxml2 errors after which the rest of a document is lost (entity amplification, depth, ...).
+RESOURCE_ERRORS = frozenset([etree.ErrorTypes.ERR_RESOURCE_LIMIT, etree.ErrorTypes.ERR_ENTITY_LOOP])
 
 
 @dataclass
@@ -127,20 +130,67 @@ class Anchor:
 
 
 def parse_xhtml(data: bytes | str) -> etree._Element:
-    """Parse a content document leniently: XML first (keeps namespaces), then the HTML parser."""
+    """Parse a content document leniently (see parse_document); what was lost is not reported."""
+    return parse_document(data)[0]
+
+
+def parse_document(data: bytes | str) -> tuple[etree._Element, list[str]]:
+    """Parse a content document leniently: XML first (keeps namespaces), then the HTML parser.
+    Returns the tree and what could not be read, one line each ("only partly read: ..."): the
+    parsers recover from broken markup, but a resource limit (entity expansion, a billion
+    laughs) ends the document early. Invalid character references are dropped beforehand
+    (libxml2 would keep &#xD800; as bytes no string can hold); nesting deeper than libxml2's
+    limit is read by the flattening parser in flat_html.py."""
     if isinstance(data, str):
         data = data.encode("utf-8")
+    data, dropped = drop_invalid_char_refs(data)
+    problems = [invalid_refs_warning(dropped)] if dropped else []
     parser = etree.XMLParser(recover=True, resolve_entities=False, no_network=True, huge_tree=True)
     try:
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError:
         root = None
+    errors = parser.error_log
     if root is None or local_name(root) != "html":
+        html_parser = html.HTMLParser(recover=True, no_network=True, huge_tree=True)
         try:
-            root = html.fromstring(data)
+            root = html.document_fromstring(data, parser=html_parser)
         except etree.ParserError:  # an empty or unreadable document reads as nothing
             root = html.fromstring("<html><body></body></html>")
-    return root
+        errors = html_parser.error_log
+    limits = [e for e in errors if e.type in RESOURCE_ERRORS]
+    if any("depth" in e.message for e in limits):
+        from .flat_html import MAX_DEPTH, parse_flat
+
+        root = parse_flat(data)
+        problems.append(f"elements nested too deep for the XML parser; read with nesting below {MAX_DEPTH} "
+                        f"levels flattened")
+    elif limits:
+        problems.append(f"only partly read ({limits[0].message.strip().rstrip('.')}): the text after that point is lost")
+    return root, problems
+
+
+def drop_invalid_char_refs(data: bytes) -> tuple[bytes, list[str]]:
+    """Remove character references to code points XML does not allow (&#0;, &#xD800;, &#x110000;);
+    returns the cleaned bytes and the references removed."""
+    dropped: list[str] = []
+
+    def check(m: re.Match) -> bytes:
+        digits = m.group(1) or m.group(2)
+        value = int(digits, 16) if m.group(1) else int(digits)
+        if value in (0x9, 0xA, 0xD) or 0x20 <= value <= 0xD7FF or 0xE000 <= value <= 0xFFFD or (
+                0x10000 <= value <= 0x10FFFF):
+            return m.group(0)
+        dropped.append(m.group(0).decode("ascii"))
+        return b""
+
+    if b"&#" not in data:
+        return data, []
+    return CHAR_REF.sub(check, data), dropped
+
+
+def invalid_refs_warning(dropped: list[str]) -> str:
+    return f"{len(dropped)} invalid character reference(s) dropped ({', '.join(dict.fromkeys(dropped[:3]))})"
 
 
 def local_name(el) -> str:
@@ -307,6 +357,7 @@ class _Reader:
         self.link_chars = 0  # characters of it that came from internal links
         self.text_chars = 0  # characters of it that came from anything else
         self.in_link = 0
+        self.scheduled: list[tuple] = []  # steps _enter leaves for the element's children and end
 
     def add(self, text: str | None):
         if not text:
@@ -363,7 +414,18 @@ class _Reader:
             self.flush()
             self.out.append(Anchor(el_id))
 
-    def walk(self, el):
+    def walk(self, root):
+        """Read root's subtree in document order. An explicit stack, not recursion: a document
+        may nest elements as deep as it likes. Each entry is (step, argument)."""
+        stack = [(self._enter, root)]
+        while stack:
+            step, arg = stack.pop()
+            step(arg)
+            if self.scheduled:  # what a step scheduled (an element's children, its end) comes next
+                stack.extend(reversed(self.scheduled))
+                self.scheduled = []
+
+    def _enter(self, el):
         if is_noteref(el):
             href = noteref_href(el)
             if href:
@@ -378,15 +440,16 @@ class _Reader:
         if el in self.note_elements:
             self.flush()
             self.in_note += 1
-            try:
-                self._walk(el)
-            finally:
-                self.flush()
-                self.in_note -= 1
+            self._open(el)
+            self.scheduled.append((self._end_note, None))
             return
-        self._walk(el)
+        self._open(el)
 
-    def _walk(self, el):
+    def _end_note(self, _):
+        self.flush()
+        self.in_note -= 1
+
+    def _open(self, el):
         self.mark_anchor(el)
         tag = local_name(el)
         if tag == "tr":
@@ -418,13 +481,17 @@ class _Reader:
             self.parts.append(PH_START + ph + PH_MID)
         self.add(el.text)
         for child in el:
-            self.walk(child)
-            self.add(child.tail)
+            self.scheduled.append((self._enter, child))
+            self.scheduled.append((self.add, child.tail))
+        self.scheduled.append((self._close, (tag if block else None, link, ph)))
+
+    def _close(self, opened):
+        block_tag, link, ph = opened
         if ph:
             self.parts.append(PH_END)
         self.in_link -= link
-        if block:
-            self.flush(heading=tag in HEADING_TAGS)
+        if block_tag:
+            self.flush(heading=block_tag in HEADING_TAGS)
 
     def add_line_group(self, el):
         """Verse: each stanza (or the whole group if it has no stanzas) becomes one block."""
@@ -437,15 +504,17 @@ class _Reader:
             return
         for child in el:
             if _is_stanza(child):
-                self.mark_anchor(child)
-                self._note_refs(child)
-                lines = inline_lines(child)
-                if lines:
-                    self.emit(make_block(join_verse_lines(lines)))
+                self.scheduled.append((self._stanza, child))
             elif not is_unread(child):
-                self.walk(child)
-                self.flush()
+                self.scheduled.append((self._enter, child))
+                self.scheduled.append((self.flush, False))
 
+    def _stanza(self, el):
+        self.mark_anchor(el)
+        self._note_refs(el)
+        lines = inline_lines(el)
+        if lines:
+            self.emit(make_block(join_verse_lines(lines)))
 
     def _note_refs(self, el):
         """Note references inside verse, which is read through inline_text rather than walk."""
@@ -472,25 +541,34 @@ def inline_text(el) -> str:
     return "".join(parts)
 
 
-def _collect(el, parts: list[str]):
-    if is_unread(el) or is_noteref(el):
-        return
-    tag = local_name(el)
-    if tag == "br" or tag in BLOCK_TAGS:
-        parts.append(LINE_BREAK)
-    ph = ssml_phonemes(el)
-    if ph:
-        parts.append(PH_START + ph + PH_MID)
-    if el.text:
-        parts.append(el.text)
-    for child in el:
-        _collect(child, parts)
-        if child.tail:
-            parts.append(child.tail)
-    if ph:
-        parts.append(PH_END)
-    if tag in BLOCK_TAGS:
-        parts.append(LINE_BREAK)
+def _collect(root, parts: list[str]):
+    """inline_text's walk: iterative, like _Reader.walk, for any depth of nesting."""
+    stack: list = [root]
+    while stack:
+        el = stack.pop()
+        if isinstance(el, str):  # text or a marker scheduled for after an element's children
+            parts.append(el)
+            continue
+        if is_unread(el) or is_noteref(el):
+            continue
+        tag = local_name(el)
+        if tag == "br" or tag in BLOCK_TAGS:
+            parts.append(LINE_BREAK)
+        ph = ssml_phonemes(el)
+        if ph:
+            parts.append(PH_START + ph + PH_MID)
+        if el.text:
+            parts.append(el.text)
+        after: list = []
+        for child in el:
+            after.append(child)
+            if child.tail:
+                after.append(child.tail)
+        if ph:
+            after.append(PH_END)
+        if tag in BLOCK_TAGS:
+            after.append(LINE_BREAK)
+        stack.extend(reversed(after))
 
 
 def inline_lines(el) -> list[str]:
