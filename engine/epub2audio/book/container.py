@@ -217,7 +217,7 @@ class _Reader:
             if self.inflated > MAX_TOTAL_BYTES:
                 raise self._unsafe(f"its files inflate to more than {MAX_TOTAL_BYTES // MiB} MiB")
             if produced > RATIO_FLOOR and produced > MAX_RATIO * read:
-                raise self._unsafe(f"entry {name} inflates more than {MAX_RATIO} times over (a zip bomb)")
+                raise self._unsafe(f"entry {name} inflates more than {MAX_RATIO} times over: a zip bomb")
             crc = zlib.crc32(chunk, crc)
             yield chunk
             if inflater is not None and inflater.eof:
