@@ -38,10 +38,13 @@ from ..errors import InputError
 MiB = 1 << 20
 
 # -- limits: what a real EPUB never comes near, and a hostile one cannot get past ---------------
+# Reading a book costs about twice what it inflates (the new zip, then ebooklib's copy of each
+# file), so MAX_TOTAL_BYTES keeps a book under 1 GiB; one XHTML file of MAX_ENTRY_BYTES takes the
+# chapter code about half a minute (bench/container.py --big-mib measures the first).
 MAX_ENTRIES = 10_000  # files in the archive (large illustrated books hold a few thousand)
 MAX_DIRECTORY_BYTES = 8 * MiB  # the zip's central directory, read before any entry count is known
-MAX_ENTRY_BYTES = 256 * MiB  # one file, inflated
-MAX_TOTAL_BYTES = 512 * MiB  # all the files the book needs, inflated
+MAX_ENTRY_BYTES = 64 * MiB  # one file, inflated (a whole novel is 1-4 MiB of XHTML)
+MAX_TOTAL_BYTES = 384 * MiB  # all the files the book needs, inflated
 MAX_PACKAGE_BYTES = 16 * MiB  # container.xml, the OPF, encryption.xml: each parsed whole by lxml
 # Inflated / compressed. XHTML compresses 3-20x; deflate tops out near 1032x. Checked only once an
 # entry has inflated RATIO_FLOOR bytes, so that small, very regular files are never refused.
@@ -182,9 +185,9 @@ class _Reader:
         """The entry's bytes, CHUNK at a time, inflated here from its raw data. Each chunk is
         counted against `limit`, MAX_TOTAL_BYTES and MAX_RATIO before it is handed on; the
         directory's size and CRC are only compared with the result at the end."""
-        name = _shown(info.filename)
+        name = info.filename
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-            raise self._unreadable(f"entry {name} uses compression method {info.compress_type}, "
+            raise self._unreadable(f"entry {_shown(name)} uses compression method {info.compress_type}, "
                                    "which EPUB does not allow")
         self.f.seek(info.header_offset)
         header = self.f.read(LOCAL_HEADER.size)
@@ -213,11 +216,11 @@ class _Reader:
             produced += len(chunk)
             self.inflated += len(chunk)
             if produced > limit:
-                raise self._unsafe(f"entry {name} inflates to more than {limit // MiB} MiB")
+                raise self._unsafe(f"entry {_shown(name)} inflates to more than {limit // MiB} MiB")
             if self.inflated > MAX_TOTAL_BYTES:
                 raise self._unsafe(f"its files inflate to more than {MAX_TOTAL_BYTES // MiB} MiB")
             if produced > RATIO_FLOOR and produced > MAX_RATIO * read:
-                raise self._unsafe(f"entry {name} inflates more than {MAX_RATIO} times over: a zip bomb")
+                raise self._unsafe(f"entry {_shown(name)} inflates more than {MAX_RATIO} times over: a zip bomb")
             crc = zlib.crc32(chunk, crc)
             yield chunk
             if inflater is not None and inflater.eof:
@@ -234,7 +237,7 @@ class _Reader:
         return InputError(f"{self.book}: not a readable EPUB ({why})")
 
     def _damaged(self, name: str) -> InputError:
-        return self._unreadable(f"entry {name} is damaged")
+        return self._unreadable(f"entry {_shown(name)} is damaged")
 
     def _invalid(self, why: str) -> InputError:
         return InputError(f"{self.book}: not a valid EPUB ({why})")
