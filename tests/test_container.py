@@ -85,7 +85,6 @@ def test_zip_bombs_are_refused(bombs, name):
     assert str(err.value) == f"{name}: {BOMB}"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", ["bomb.epub", "lying-bomb.epub"])
 def test_cli_refuses_zip_bombs_within_1_gib(tmp_path, bombs, name):
     refused_by_cli(tmp_path, bombs[name], f"{name}: {BOMB}", memory_limit=1 * GiB)
@@ -192,3 +191,17 @@ def test_a_damaged_entry_is_named(tmp_path):
     with pytest.raises(InputError) as err:
         load_book(book)
     assert str(err.value) == "crc.epub: not a readable EPUB (entry OEBPS/c1.xhtml is damaged)"
+
+
+def test_an_entry_name_cannot_break_the_line(tmp_path):
+    book = hostile.hostile(tmp_path, "newline.epub", add=[hostile.stored("../evil\n.xhtml", b"x")])
+    with pytest.raises(InputError) as err:
+        load_book(book)
+    assert str(err.value) == "newline.epub: unsafe EPUB (entry ../evil\\n.xhtml points outside the book)"
+
+
+def test_a_malformed_encryption_xml_is_refused(tmp_path):
+    book = hostile.hostile(tmp_path, "enc.epub", add=[hostile.stored("META-INF/encryption.xml", b"<encryption>")])
+    with pytest.raises(InputError) as err:
+        load_book(book)
+    assert str(err.value).startswith("enc.epub: not a valid EPUB (malformed META-INF/encryption.xml: ")

@@ -111,9 +111,11 @@ class _Reader:
         with zipfile.ZipFile(archive, "w") as out:
             out.writestr(CONTAINER_XML, _container_xml(package_path))
             out.writestr(package_path, package_bytes)
+            written = {CONTAINER_XML, package_path}
             for name, unread in _manifest_files(package, package_path):
-                if name in entries and name not in out.NameToInfo:
+                if name in entries and name not in written:
                     self._copy(entries[name], out, empty=unread)
+                    written.add(name)
         archive.seek(0)
         return Container(archive, package_path, package)
 
