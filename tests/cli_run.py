@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -25,9 +26,13 @@ class Run:
         return [e for e in found if kind is None or e["event"] == kind]
 
 
-def epub2audio(*args, env: dict | None = None, timeout: float = 600) -> Run:
+def epub2audio(*args, env: dict | None = None, timeout: float = 600, memory_limit: int | None = None) -> Run:
+    """memory_limit: bytes of address space the command may use (RLIMIT_AS), None for no limit."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
     proc = subprocess.run([sys.executable, "-m", "epub2audio.cli", *map(str, args)], capture_output=True,
-                          text=True, env=env, timeout=timeout)
+                          text=True, env=env, timeout=timeout, preexec_fn=limit if memory_limit else None)
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 

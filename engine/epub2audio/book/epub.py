@@ -65,6 +65,7 @@ from ebooklib import epub
 from lxml import etree, html
 
 from ..errors import InputError
+from .container import open_container
 from .model import Book, Chapter, Cover, Skipped
 from .package import PackageError, PartUnreadable, read_package
 from .text import (BLOCK_TAGS, HEADING_TAGS, RESOURCE_ERRORS, Anchor, Block, clean, drop_invalid_char_refs,
@@ -159,25 +160,11 @@ def _check_file(path: Path):
 
 
 def _open_epub(path: Path) -> epub.EpubBook:
-    name = path.name
-    try:
-        with zipfile.ZipFile(path) as zf:
-            names = set(zf.namelist())
-            if "META-INF/container.xml" not in names:
-                raise InputError(f"{name}: not a valid EPUB (META-INF/container.xml is missing)")
-            container = etree.fromstring(zf.read("META-INF/container.xml"))
-            rootfiles = [el.get("full-path") for el in container.iter() if local_name(el) == "rootfile"]
-            if not rootfiles or rootfiles[0] not in names:
-                raise InputError(f"{name}: not a valid EPUB (the package document (OPF) is missing)")
-            opf = etree.fromstring(zf.read(rootfiles[0]))
-            if not [el for el in opf.iter() if local_name(el) == "itemref"]:
-                raise InputError(f"{name}: not a valid EPUB (the package has no spine)")
-    except zipfile.BadZipFile:
-        raise InputError(f"{name}: not a readable EPUB (the zip archive is truncated or damaged)") from None
-    except etree.XMLSyntaxError as exc:
-        raise InputError(f"{name}: not a valid EPUB (malformed container or package XML: {exc})") from None
+    container = open_container(path)  # checked, DRM-free, and only what the book needs, inflated
+    if not [el for el in container.package.iter() if local_name(el) == "itemref"]:
+        raise InputError(f"{path.name}: not a valid EPUB (the package has no spine)")
     # ebooklib's reader without its nav/NCX parsing: we read nav and NCX ourselves (package.py).
-    return read_package(str(path))
+    return read_package(container.archive)
 
 
 def _describe(exc: Exception) -> str:
