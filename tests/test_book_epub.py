@@ -1,4 +1,4 @@
-"""load_book on the shared corpus (exact chapter titles, skips, metadata, text checks) and on
+"""load_book on the corpus books (exact chapter titles, skips, metadata, text checks) and on
 small synthetic EPUBs for the edge cases."""
 
 import time
