@@ -25,7 +25,8 @@ class Run:
         return [e for e in found if kind is None or e["event"] == kind]
 
 
-def epub2audio(*args, env: dict | None = None, timeout: float = 600) -> Run:
+def epub2audio(*args, env: dict | None = None, timeout: float = 1800) -> Run:
+    """`timeout` is a safety limit against hangs (a loaded machine took minutes), never a speed test."""
     proc = subprocess.run([sys.executable, "-m", "epub2audio.cli", *map(str, args)], capture_output=True,
                           text=True, env=env, timeout=timeout)
     return Run(proc.returncode, proc.stdout, proc.stderr)

@@ -9,8 +9,9 @@ import shutil
 import time
 from pathlib import Path
 
-# Only a hung run ever waits this long; a slow machine never decides a test's outcome.
-SAFETY_SECONDS = 600
+# Only a hung run ever waits this long; a slow machine never decides a test's outcome (a whole
+# watcher run of the long test book took 6 min beside two busy loops on a loaded 2-core machine).
+SAFETY_SECONDS = 1800
 
 
 def wait_for(condition, what: str, alive=lambda: True, seconds: float = SAFETY_SECONDS):
