@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = ROOT / "tests" / "corpus"
 BOOKS = {
     "moby-dick": "moby-dick-epub3.epub",
     "a-tale-of-two-cities": "a-tale-of-two-cities-nested-books-se-epub3.epub",

@@ -26,8 +26,9 @@ class Run:
         return [e for e in found if kind is None or e["event"] == kind]
 
 
-def epub2audio(*args, env: dict | None = None, timeout: float = 600, memory_limit: int | None = None) -> Run:
-    """memory_limit: bytes of address space the command may use (RLIMIT_AS), None for no limit."""
+def epub2audio(*args, env: dict | None = None, timeout: float = 1800, memory_limit: int | None = None) -> Run:
+    """`timeout` is a safety limit against hangs (a loaded machine took minutes), never a speed test.
+    memory_limit: bytes of address space the command may use (RLIMIT_AS), None for no limit."""
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
 

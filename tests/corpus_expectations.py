@@ -1,4 +1,4 @@
-"""What the shared corpus books must load as: plain data, shared by the book tests and the CLI tests.
+"""What the corpus books (tests/corpus) must load as: plain data, shared by the book tests and the CLI tests.
 
 Each entry: the chapter titles in order (all of them, or count + first + last for long books), the
 skipped items as (title, reason) in the order they are reported, and metadata. The titles were

@@ -1,7 +1,6 @@
-"""load_book on the shared corpus (exact chapter titles, skips, metadata, text checks) and on
+"""load_book on the corpus books (exact chapter titles, skips, metadata, text checks) and on
 small synthetic EPUBs for the edge cases."""
 
-import time
 import zipfile
 
 import pytest
@@ -75,10 +74,8 @@ def test_no_empty_chapters_and_clean_text(corpus, name):
             assert not set(p) & {"\u00ad", "\u200b", "\u2060", "\ufeff"}
 
 
-def test_moby_dick_first_paragraph_and_speed(corpus):
-    start = time.perf_counter()
+def test_moby_dick_first_paragraph(corpus):  # its load time is measured by bench/load_books.py
     b = load_book(corpus / "moby-dick-epub3.epub")
-    assert time.perf_counter() - start < 3.0
     assert sum(c.char_count for c in b.chapters) > 1_150_000
     loomings = chapter(b, "Chapter 1. Loomings.")
     assert loomings.paragraphs[0] == "Chapter 1. Loomings."

@@ -32,7 +32,7 @@ CALIBRE_DEBUG = shutil.which("calibre-debug")
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 REAL_ENGINE = Path(sys.executable).with_name("epub2audio")
 BOOK = "the-waste-land-poetry-notes-epub3.epub"  # small; its own title is "The Waste Land" by T.S. Eliot
-GUI_TIMEOUT = 300
+GUI_TIMEOUT = 900  # a hang limit: a loaded machine must not fail the GUI tests
 # Other calibre GUIs of this user would swallow ours (single-instance socket per euid): GUI runs
 # are serialised with this lock, and as root each calibre command gets its own network namespace.
 LOCK_FILE = Path("/tmp/epub2audio-calibre-gui-tests.lock")
@@ -66,7 +66,7 @@ class Calibre:
         self.env = env
         self.prefix = ["unshare", "-n"] if IS_ROOT and shutil.which("unshare") else []
 
-    def run(self, *args, timeout=120, env=None) -> subprocess.CompletedProcess:
+    def run(self, *args, timeout=600, env=None) -> subprocess.CompletedProcess:
         proc = subprocess.run(self.prefix + list(args), env=env or self.env, capture_output=True, text=True,
                               timeout=timeout)
         assert proc.returncode == 0, f"{args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
@@ -88,10 +88,13 @@ class Calibre:
         self.run("calibredb", "set_metadata", "--library-path", str(self.lib), "1", *fields)
         (self.cfg / "plugins" / "epub2audio.json").write_text(json.dumps(prefs), encoding="utf-8")
 
-    def gui(self, mode: str = "convert", timeout: int = GUI_TIMEOUT) -> tuple[dict, subprocess.CompletedProcess]:
+    def gui(self, mode: str = "convert", timeout: int = GUI_TIMEOUT,
+            ready_file: Path | None = None) -> tuple[dict, subprocess.CompletedProcess]:
         report_path = self.tmp / "report.json"
         env = {**self.env, "EPUB2AUDIO_HARNESS_OUT": str(report_path), "EPUB2AUDIO_HARNESS_BOOKS": "1",
                "EPUB2AUDIO_HARNESS_MODE": mode, "EPUB2AUDIO_HARNESS_TIMEOUT": str(timeout - 60)}
+        if ready_file:
+            env["EPUB2AUDIO_HARNESS_READY_FILE"] = str(ready_file)
         cmd = self.prefix + ["timeout", "-k", "5", str(timeout), "calibre-debug", "-g", "--",
                              "--with-library", str(self.lib), "--no-update-check"]
         LOCK_FILE.touch(exist_ok=True)
@@ -188,8 +191,10 @@ def test_gui_failure_fails_the_job_with_a_clear_message_and_adds_nothing(tmp_pat
 SILENT_ENGINE = """
 import json, os, subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "pids.json"), "w") as f:
+pids = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pids.json")
+with open(pids + ".tmp", "w") as f:
     json.dump([os.getpid(), child.pid], f)
+os.replace(pids + ".tmp", pids)  # whole or absent: the harness stops us as soon as it appears
 print(json.dumps({"event": "plan", "total": 10, "cached": 0, "to_render": 10}), flush=True)
 time.sleep(600)
 """
@@ -200,7 +205,7 @@ def test_gui_stopping_a_running_conversion_stops_the_engine_and_its_children(tmp
     calibre = Calibre(tmp_path)
     engine_path = script(tmp_path / "epub2audio", SILENT_ENGINE)
     calibre.setup(corpus, {"engine_path": str(engine_path), "voice": "tone"})
-    report, proc = calibre.gui(mode=mode)
+    report, proc = calibre.gui(mode=mode, ready_file=tmp_path / "pids.json")
     if mode == "kill-while-running":
         job = only_job(report)
         assert job["killed"] and not report["timed_out"]
@@ -208,7 +213,7 @@ def test_gui_stopping_a_running_conversion_stops_the_engine_and_its_children(tmp
 
     pids = json.loads((tmp_path / "pids.json").read_text())
     assert report["engine_pids"] == pids[:1]
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120  # a safety limit: they are killed, so they go at once
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(alive(p) for p in pids), "the engine or its child outlived calibre"

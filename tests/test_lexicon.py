@@ -111,7 +111,7 @@ def test_georgia_ssml_ph_spans_cover_their_words(corpus, georgia):
     in_body = data.count("ssml:ph=")
     spans = [(c.paragraphs[i], span) for c in georgia.chapters for i, spans in c.pronunciations.items()
              for span in spans]
-    assert len(spans) == in_body == 102  # (the corpus MANIFEST says 103; the file has 102)
+    assert len(spans) == in_body == 102  # (the book has 102 spans with ssml:ph in its body)
     first = georgia.chapters[0]
     index = next(i for i, p in enumerate(first.paragraphs) if p.startswith("GEORGIA, a southern"))
     assert first.paragraphs[0] == "GEORGIA" and first.kinds[0] == "heading"

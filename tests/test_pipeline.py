@@ -190,7 +190,7 @@ class _StagedVoice:
     def render(self, tokens):
         self.threads[("render", tokens[0])] = threading.current_thread().name
         if tokens[0] == 0:
-            assert self.second_llm.wait(10), "the next segment's LLM stage did not run during this render"
+            assert self.second_llm.wait(300), "the next segment's LLM stage did not run during this render"
         return bytes(tokens)
 
     def synthesize(self, text, seed):

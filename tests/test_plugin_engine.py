@@ -77,7 +77,8 @@ def alive(pid: int) -> bool:
         return True
 
 
-def wait_for(predicate, timeout=5.0) -> bool:
+def wait_for(predicate, timeout=120.0) -> bool:
+    """Poll until predicate() holds; the timeout is a safety limit against hangs, not a speed test."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
@@ -303,8 +304,7 @@ def test_abort_while_the_engine_is_silent_kills_its_whole_process_group(tmp_path
     started = []
 
     def set_abort_when_running():
-        wait_for(pids_file.exists, timeout=20)
-        time.sleep(0.5)
+        wait_for(lambda: rec.progress)  # the engine started, said its plan and went silent
         abort.set()
 
     threading.Thread(target=set_abort_when_running, daemon=True).start()
@@ -316,7 +316,8 @@ def test_abort_while_the_engine_is_silent_kills_its_whole_process_group(tmp_path
     pids = json.loads(pids_file.read_text())
     assert len(started) == 1 and started[0].pid == pids[0]
     assert "resume" in str(info.value)
-    assert stopped_after < 20  # the engine printed nothing for 600 s: abort did not wait for a line
+    # The engine stays silent for 600 s: stopping well before that means abort did not wait for a line.
+    assert stopped_after < 300
     assert wait_for(lambda: not any(alive(p) for p in pids)), [p for p in pids if alive(p)]
     assert rec.progress and rec.progress[0][1] == "reading aloud 10 segments"
 
@@ -329,7 +330,7 @@ def test_stop_all_stops_several_engines_and_their_children(tmp_path):
         pid_files.append(tmp_path / f"pids{n}.json")
         env = engine.sanitized_env({**os.environ, "FAKE_PIDS": str(pid_files[-1]), "FAKE_IGNORE_TERM": str(n)})
         procs.append(engine.start_engine([str(exe)], env=env))
-    assert wait_for(lambda: all(p.exists() for p in pid_files), timeout=20)
+    assert wait_for(lambda: all(p.exists() for p in pid_files))
     pids = [pid for f in pid_files for pid in json.loads(f.read_text())]
     engine.stop_all(procs, grace=1.0)
     assert wait_for(lambda: not any(alive(p) for p in pids)), [p for p in pids if alive(p)]

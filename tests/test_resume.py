@@ -17,6 +17,7 @@ from cli_run import THREE_CHAPTERS, epub2audio, story_epub
 from epub2audio.progress import Progress
 from epub2audio.render import ConvertOptions, convert
 from epub2audio.worker.supervisor import WorkerPolicy
+from worker_gate import SAFETY_SECONDS, Gate
 
 pytestmark = pytest.mark.slow
 
@@ -62,8 +63,12 @@ def worker_pids() -> list[int]:
     return pids
 
 
-def test_killing_workers_at_random_points_changes_no_byte(book, reference, tmp_path):
+def test_killing_workers_at_random_points_changes_no_byte(book, reference, tmp_path, monkeypatch):
     out = tmp_path / "story.m4b"
+    # The last segment waits at the gate until the killer has struck five times, so the book
+    # cannot finish first, however fast the machine.
+    gate = Gate(tmp_path / "gate", "Then it was night.")
+    monkeypatch.setenv("EPUB2AUDIO_FAULTS", gate.faults)
     kills, stop = [], threading.Event()
     chance = random.Random(7)
 
@@ -73,6 +78,7 @@ def test_killing_workers_at_random_points_changes_no_byte(book, reference, tmp_p
             for pid in worker_pids():
                 os.kill(pid, signal.SIGKILL)
                 kills.append(pid)
+        gate.open()
 
     thread = threading.Thread(target=killer)
     thread.start()
@@ -81,23 +87,27 @@ def test_killing_workers_at_random_points_changes_no_byte(book, reference, tmp_p
     finally:
         stop.set()
         thread.join()
-    assert len(kills) >= 3, "the killer should have hit several workers"
+    assert len(kills) >= 5, "the killer should have hit several workers"
     assert result.segments == 12  # 3 headings and 9 sentences
     assert sha(out) == reference
 
 
 def test_killing_the_command_mid_book_resumes_with_only_in_flight_work_redone(book, reference, tmp_path):
     out = tmp_path / "story.m4b"
+    gate = Gate(tmp_path / "gate", "A bell rang twice.")  # the 8th of 12 segments waits there
     proc = subprocess.Popen([sys.executable, "-m", "epub2audio.cli", str(book), "-o", str(out),
-                             "--progress", "json"], stdout=subprocess.PIPE, text=True)
+                             "--progress", "json"], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "EPUB2AUDIO_FAULTS": gate.faults})
     seen = 0
     for line in proc.stdout:
         if '"event": "segment"' in line:
             seen += 1
             if seen == 4:
-                proc.kill()
                 break
+    gate.wait_held(alive=lambda: proc.poll() is None)
+    proc.kill()
     proc.wait()
+    assert seen == 4
     assert not out.exists() and not list(tmp_path.glob("*.m4b"))
 
     run = epub2audio(book, "-o", out, "--progress", "json")
@@ -111,13 +121,16 @@ def test_killing_the_command_mid_book_resumes_with_only_in_flight_work_redone(bo
 
 def test_ctrl_c_leaves_a_resumable_job_and_no_partial_m4b(book, reference, tmp_path):
     out = tmp_path / "story.m4b"
+    gate = Gate(tmp_path / "gate", "Nobody spoke.")  # the 4th segment waits there until Ctrl-C
     proc = subprocess.Popen([sys.executable, "-m", "epub2audio.cli", str(book), "-o", str(out),
-                             "--progress", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--progress", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "EPUB2AUDIO_FAULTS": gate.faults})
     for line in proc.stdout:
         if '"event": "segment"' in line:
-            proc.send_signal(signal.SIGINT)
             break
-    stdout, stderr = proc.communicate(timeout=60)
+    gate.wait_held(alive=lambda: proc.poll() is None)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=SAFETY_SECONDS)
     assert proc.returncode == 130
     assert "run the same command again to resume" in stderr
     assert not out.exists()

@@ -22,6 +22,7 @@ from epub2audio import render, watch
 from epub2audio.errors import InputError, JobFailed
 from epub2audio.render import ConvertOptions, ConvertResult
 from epub2audio.watch import ARRIVED, GONE, WAITING, Arrivals, WatchQueue
+from worker_gate import SAFETY_SECONDS, Gate, wait_for
 
 # ------------------------------------------------------------------------------------------
 # Synthetic EPUBs
@@ -407,7 +408,10 @@ class Run:
 
     def kill(self) -> None:
         os.killpg(self.process.pid, signal.SIGKILL)
-        self.finish(10)
+        self.finish(SAFETY_SECONDS)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
 
 def db_states(db: Path) -> dict[str, str]:
@@ -422,16 +426,25 @@ def db_states(db: Path) -> dict[str, str]:
         con.close()
 
 
-def wait_until(condition, timeout: float, what: str, run: Run):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = condition()
-        if result:
-            return result
-        if run.process.poll() is not None:
-            break
-        time.sleep(0.03)
-    pytest.fail(f"timed out waiting for {what}; watcher stderr:\n{run.stderr_path.read_text()[-3000:]}")
+def wait_until(condition, what: str, run: Run):
+    try:
+        return wait_for(condition, what, run.alive)
+    except AssertionError as error:
+        pytest.fail(f"{error}; watcher stderr:\n{run.stderr_path.read_text()[-3000:]}")
+
+
+def hold_when(gate: Gate, condition, what: str, run: Run) -> None:
+    """Let held workers through until `condition()` is true while one is held, then keep that one
+    at the gate: the watcher is then converting a book and stays so until the test acts."""
+    def held_and_ready():
+        held = gate.held()  # first the tickets: a held worker's book cannot finish meanwhile
+        if held and condition():
+            return True
+        for ticket in held:
+            gate.release(ticket)
+        return False
+
+    wait_until(held_and_ready, what, run)
 
 
 @pytest.mark.slow
@@ -450,6 +463,10 @@ def test_watch_folder_end_to_end(tmp_path, monkeypatch):
     log_path = out_dir / watch.LOG_NAME
     args = [str(in_dir), "--out", str(out_dir), "--voice", "tone", "--settle", "1", "--progress", "none"]
     watching = [*args, "--rescan", "600"]  # file events must do the work: no rescan to fall back on
+    # Watchers 1 and 2 convert through a gate (every book waits at its "The fox waited" sentence
+    # until the test lets it on), so each is stopped mid-book at a point the test chooses.
+    gate = Gate(tmp_path / "gate", "The fox waited")
+    gated = dict(env, EPUB2AUDIO_FAULTS=gate.faults)
 
     # 17 valid books (3 of them copied slowly), a duplicate, 2 broken files: 20 files; and 3 to ignore.
     books = {f"Book {n:02d}.epub": numbered_book(n) for n in range(1, 18)}
@@ -470,8 +487,8 @@ def test_watch_folder_end_to_end(tmp_path, monkeypatch):
         expected_messages[name] = " ".join(str(error.value).split())
 
     # 1. Start watching, drop everything at once, SIGKILL the watcher while a book is converting.
-    first = Run(tmp_path, env, watching, "1")
-    wait_until(lambda: " watching " in "".join(log_lines(log_path)), 30, "the watcher to start", first)
+    first = Run(tmp_path, gated, watching, "1")
+    wait_until(lambda: " watching " in "".join(log_lines(log_path)), "the watcher to start", first)
     writers = [threading.Thread(target=write_slowly, args=(in_dir / name, books[name][0], *how))
                for name, how in slow.items()]
     for thread in writers:
@@ -487,29 +504,31 @@ def test_watch_folder_end_to_end(tmp_path, monkeypatch):
         states = list(db_states(db).values())
         return states.count("done") >= 3 and "converting" in states
 
-    wait_until(midway, 30, "three books done and a fourth converting", first)
+    hold_when(gate, midway, "three books done and a fourth converting", first)
     first.kill()
+    for ticket in gate.held():  # the killed worker's
+        gate.release(ticket)
     (killed,) = [sha for sha, state in db_states(db).items() if state == "converting"]
     done_at_kill = list(db_states(db).values()).count("done")
 
     # 2. Restart: it resumes the killed book. Stop it with SIGTERM while converting: exit 130,
     #    and whatever was in flight is back in the queue.
-    second = Run(tmp_path, env, watching, "2")
+    second = Run(tmp_path, gated, watching, "2")
 
     def converting_again():
         started = sum(" watching " in line for line in log_lines(log_path)) == 2
         states = list(db_states(db).values())
         return started and states.count("done") > done_at_kill and "converting" in states
 
-    wait_until(converting_again, 60, "the restarted watcher to convert", second)
+    hold_when(gate, converting_again, "the restarted watcher to convert", second)
     second.process.send_signal(signal.SIGTERM)
-    assert second.finish(30) == 130, second.stderr_path.read_text()
+    assert second.finish(SAFETY_SECONDS) == 130, second.stderr_path.read_text()
     assert "converting" not in db_states(db).values()
     assert any(" stopped " in line for line in log_lines(log_path))
 
     # 3. --once: finish the queue and whatever is still arriving, then exit.
-    third = Run(tmp_path, env, [*args, "--once"], "3")
-    assert third.finish(90) == 0, third.stderr_path.read_text()
+    third = Run(tmp_path, env, [*args, "--once"], "3")  # no gate
+    assert third.finish(SAFETY_SECONDS) == 0, third.stderr_path.read_text()
     for thread in writers:
         thread.join()
 
@@ -583,22 +602,27 @@ def test_killed_watcher_resumes_a_half_converted_book_from_the_engines_job(tmp_p
                EPUB2AUDIO_CONFIG=str(tmp_path / "no-config.toml"), PYTHONUNBUFFERED="1")
     args = [str(in_dir), "--out", str(out_dir), "--voice", "tone", "--settle", "0.5", "--progress", "json"]
 
+    gate = Gate(tmp_path / "gate", "Sentence sixty of")  # the first run is held there, then killed
+
+    def segments(path: Path) -> int:
+        return sum(e["event"] == "segment" for e in json_events(path))
+
     first_out = tmp_path / "first.jsonl"
     with open(first_out, "wb") as stdout:
-        first = subprocess.Popen([sys.executable, "-m", "epub2audio.watch", *args], env=env, stdout=stdout,
+        first = subprocess.Popen([sys.executable, "-m", "epub2audio.watch", *args],
+                                 env=dict(env, EPUB2AUDIO_FAULTS=gate.faults), stdout=stdout,
                                  stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while sum(e["event"] == "segment" for e in json_events(first_out)) < 50:
-            assert time.monotonic() < deadline and first.poll() is None, first_out.read_text()[-2000:]
-            time.sleep(0.02)
+        gate.wait_held(lambda: first.poll() is None)
+        wait_for(lambda: segments(first_out) >= 50, "the segments before the gate to be reported",
+                 lambda: first.poll() is None)
         os.killpg(first.pid, signal.SIGKILL)
-        first.wait(10)
-    rendered_before = sum(e["event"] == "segment" for e in json_events(first_out))
+        first.wait(SAFETY_SECONDS)
+    rendered_before = segments(first_out)
 
     second_out = tmp_path / "second.jsonl"
     with open(second_out, "wb") as stdout:
         assert subprocess.run([sys.executable, "-m", "epub2audio.watch", *args, "--once"], env=env,
-                              stdout=stdout, stderr=subprocess.DEVNULL, timeout=90).returncode == 0
+                              stdout=stdout, stderr=subprocess.DEVNULL, timeout=SAFETY_SECONDS).returncode == 0
     events = json_events(second_out)
     (plan,) = [e for e in events if e["event"] == "plan"]
     assert plan["cached"] >= rendered_before >= 50  # what was rendered before the kill is kept

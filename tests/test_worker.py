@@ -2,7 +2,6 @@
 
 import os
 import signal
-import time
 
 import pytest
 
@@ -86,9 +85,8 @@ def test_hung_worker_is_killed_after_the_timeout(faults, tmp_path):
     faults(f"hang_on=slow,marker={marker}")
     s = Supervisor(TONE, WorkerPolicy(request_timeout=2, retries=1))
     try:
-        started = time.monotonic()
-        pcm, _, _ = s.synthesize("slow segment", 3)
-        assert pcm and time.monotonic() - started < 15
+        pcm, _, _ = s.synthesize("slow segment", 3)  # the hang is an hour: only the timeout ends it
+        assert pcm
         assert s.stats.died == 1
     finally:
         s.close()

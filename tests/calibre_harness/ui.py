@@ -86,8 +86,9 @@ class HarnessAction(InterfaceAction):
         action = self.gui.iactions[ACTION]
         with action.lock:
             pids = [p.pid for p in action.processes.values()]
-        if pids or time.monotonic() > self.deadline:
-            time.sleep(0.5)
+        # The test names a file the engine writes once it is up (its pids): wait for it, not for a while.
+        ready = os.environ.get('EPUB2AUDIO_HARNESS_READY_FILE')
+        if (pids and (not ready or os.path.exists(ready))) or time.monotonic() > self.deadline:
             self.report['engine_pids'] = pids
             return then()
         QTimer.singleShot(100, lambda: self.when_running(then))

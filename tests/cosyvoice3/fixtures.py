@@ -410,8 +410,8 @@ def write_sine_wav(path: Path, *, seconds: float = 2.0, sample_rate: int = 22050
     return path
 
 
-# The reference key listing (../shared/reference next to the repository, like the EPUB corpus).
-REFERENCE_KEYS = Path(__file__).resolve().parents[3] / "shared" / "reference" / "cosyvoice3_state_dict_keys.txt"
+# The upstream checkpoint's key listing (names, shapes, dtypes), kept beside these tests.
+REFERENCE_KEYS = Path(__file__).resolve().parent / "reference_state_dict_keys.txt"
 
 
 def reference_keys_text() -> str:
@@ -419,7 +419,7 @@ def reference_keys_text() -> str:
     import pytest
 
     if not REFERENCE_KEYS.exists():
-        pytest.fail(f"{REFERENCE_KEYS} not found (expected ../shared/reference next to the repository)")
+        pytest.fail(f"{REFERENCE_KEYS} not found")
     return REFERENCE_KEYS.read_text()
 
 

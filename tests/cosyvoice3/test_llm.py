@@ -22,7 +22,7 @@ V = 6761
 SOS, EOS, TASK = 6561, 6562, 6563
 
 # llm.pt's keys and shapes for one layer (the real file has layers 0..23), taken from the spec's
-# key listing (cosyvoice3_state_dict_keys.txt, "## llm.pt", which shows a 2-layer stand-in).
+# key listing (reference_state_dict_keys.txt, "## llm.pt", which shows a 2-layer stand-in).
 LLM_PT_2LAYER = """
 llm.model.model.embed_tokens.weight [151936, 896]
 llm.model.model.layers.0.self_attn.q_proj.weight [896, 896]

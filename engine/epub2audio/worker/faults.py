@@ -5,6 +5,10 @@ supervisor's recovery paths with a real process. Format: comma-separated `kind=v
 `crash_on=Chapter two,leak_mb=50,marker=/tmp/x`. `marker` names a file whose existence arms the
 one-shot faults (crash_on, hang_on, fail_on), which delete it when they fire: so "crash once" is
 expressible across respawns.
+
+`hold_on=TEXT,gate=DIR` holds a request at a point the test chooses, whatever the machine's speed:
+while DIR exists, a request whose text contains TEXT writes DIR/<worker pid> (holding the text) and
+waits until the test deletes that file. Deleting DIR opens the gate for good.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass
@@ -22,6 +27,8 @@ class Faults:
     fail_first: bool = False  # the first request of every worker raises
     leak_mb: int = 0  # keep this many MB more after every request
     marker: str = ""
+    hold_on: str = ""  # wait at the gate on such a request
+    gate: str = ""
     _requests: int = 0
     _leak: list = field(default_factory=list)
 
@@ -55,6 +62,8 @@ class Faults:
             os._exit(9)
         if self.hang_on and self.hang_on in text and self._armed():
             time.sleep(3600)
+        if self.hold_on and self.hold_on in text and self.gate:
+            _wait_at_gate(Path(self.gate), text)
         if raise_later or (self.fail_on and self.fail_on in text and self._armed()):
             raise RuntimeError("injected failure")
 
@@ -63,3 +72,14 @@ class Faults:
             block = bytearray(self.leak_mb * 1024 * 1024)
             block[:: 4096] = b"x" * len(block[:: 4096])  # touch every page so it is really private
             self._leak.append(block)
+
+
+def _wait_at_gate(gate: Path, text: str) -> None:
+    """Announce this worker at the gate and wait until the test lets it through."""
+    ticket = gate / str(os.getpid())
+    try:
+        ticket.write_text(text, encoding="utf-8")
+    except FileNotFoundError:  # the gate is open (gone)
+        return
+    while ticket.exists():
+        time.sleep(0.01)
