@@ -16,6 +16,7 @@ The corpus is tests/corpus/; while it is not there, FUZZ_CORPUS may name another
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import io
 import os
@@ -422,7 +423,7 @@ def _tree_op(root, rng: random.Random) -> str:
         copies = rng.choice([2, 10, 200])
         parent = el.getparent()
         for _ in range(copies):
-            parent.append(etree.fromstring(etree.tostring(el)))
+            parent.append(copy.deepcopy(el))
         return f"clone({_local(el)}x{copies})"
     elif op == "shuffle" and len(el):
         children = list(el)
@@ -553,7 +554,7 @@ def _zip_damage(data: bytes, rng: random.Random) -> tuple[bytes, str]:
         return data, "noop"
     comment = b"x" * rng.choice([10, 65535])
     out = bytearray(data[: end + 22])
-    struct.pack_into("<H", out, end + 20, len(comment) + rng.choice([0, 1, -5]))
+    struct.pack_into("<H", out, end + 20, min(65535, len(comment) + rng.choice([0, 1, -5])))
     return bytes(out) + comment, "zip_comment"
 
 
