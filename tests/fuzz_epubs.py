@@ -22,6 +22,7 @@ import io
 import os
 import posixpath
 import random
+import re
 import struct
 import sys
 import warnings
@@ -512,8 +513,60 @@ def entries_op(epub: Epub, rng: random.Random) -> str:
     return f"entries({op},{entry.name})"
 
 
+def retarget_toc(epub: Epub, rng: random.Random) -> str:
+    """Point nav / NCX links at other documents and at ids that exist (or almost do) in them:
+    well-formed input that reaches the chapter cutting."""
+    tocs = [epub.get(n) for n in (epub.nav, epub.ncx) if n and epub.get(n)]
+    if not tocs or not epub.spine:
+        return mangle_tree(epub, rng)
+    entry = rng.choice(tocs)
+    root = _xml(entry.data)
+    links = [el for el in root.iter() if _local(el) in ("a", "content")] if root is not None else []
+    if not links:
+        return mangle_tree(epub, rng)
+    for el in rng.sample(links, min(len(links), rng.randint(1, 6))):
+        doc = rng.choice(epub.spine)
+        ids = re.findall(rb'\sid="([^"]{1,64})"', epub.get(doc).data if epub.get(doc) else b"")
+        fragment = rng.choice([None, rng.choice(IDS)] + [i.decode("utf-8", "replace") for i in ids[:50]])
+        href = posixpath.relpath(doc, posixpath.dirname(entry.name)) + (f"#{fragment}" if fragment else "")
+        el.set("src" if _local(el) == "content" else "href", href)
+    if rng.random() < 0.3:  # and some in reverse order
+        parent = rng.choice(links).getparent().getparent()
+        if parent is not None and len(parent) > 1:
+            parent[:] = list(parent)[::-1]
+    entry.data = etree.tostring(root, xml_declaration=True, encoding="utf-8")
+    return f"retarget_toc({entry.name})"
+
+
+def add_notes(epub: Epub, rng: random.Random) -> str:
+    """Note references and notes in a spine document: plain, self-referring, circular, nested,
+    pointing nowhere (for --notes inline / chapter-end)."""
+    if not epub.spine or not epub.get(rng.choice(epub.spine)):
+        return insert_snippet(epub, rng)
+    entry = epub.get(rng.choice(epub.spine))
+    data = entry.data
+    ns = f'xmlns:epub="{EPUB_NS}"'
+    notes = []
+    for n in range(rng.randint(1, 5)):
+        target = rng.choice([f"fz{n}", f"fz{rng.randint(0, 5)}", "missing", ""])
+        style = rng.choice([f'{ns} epub:type="noteref"', 'role="doc-noteref"', ""])
+        ref = f'<a {style} href="#{target}">{rng.choice([str(n + 1), "*", "†", "[1]", ""])}</a>'
+        at = data.find(b"<p", rng.randrange(len(data) + 1))
+        at = data.find(b">", at) + 1 if at >= 0 else -1
+        if at > 0:
+            data = data[:at] + ref.encode() + data[at:]
+        inner = rng.choice(["", f'<a {ns} epub:type="noteref" href="#fz{rng.randint(0, 5)}">2</a>', ref])
+        kind = rng.choice([f'{ns} epub:type="footnote"', f'{ns} epub:type="endnote"', 'role="doc-footnote"', ""])
+        tag = rng.choice(["aside", "div", "p", "li", "section"])
+        notes.append(f'<{tag} {kind} id="fz{n}"><p>{rng.choice(WORDS)} note {inner}</p></{tag}>')
+    end = data.rfind(b"</body>")
+    entry.data = data[:end] + "".join(notes).encode() + data[end:] if end >= 0 else data + "".join(notes).encode()
+    return f"add_notes({entry.name},{len(notes)})"
+
+
 MUTATIONS = [(flip_bytes, 3), (truncate_entry, 1), (insert_snippet, 3), (mangle_tree, 6), (replace_doc, 3),
-             (reencode, 1), (entries_op, 2)]
+             (reencode, 1), (entries_op, 2), (retarget_toc, 3), (add_notes, 2)]
+NOTES_OPTIONS = [[], [], ["--notes", "inline"], ["--notes", "chapter-end"]]
 
 
 def _zip_damage(data: bytes, rng: random.Random) -> tuple[bytes, str]:
@@ -564,6 +617,7 @@ class FuzzInput:
     index: int
     data: bytes
     mutations: list[str]
+    options: list[str] = field(default_factory=list)  # extra command-line options (--notes)
 
     @property
     def description(self) -> str:
@@ -579,12 +633,16 @@ def make_input(seed: int, index: int) -> FuzzInput:
     count = rng.choices([1, 2, 3, 4], weights=[5, 3, 1, 1])[0]
     for _ in range(count):
         mutation = rng.choices([m for m, _ in MUTATIONS], weights=[w for _, w in MUTATIONS])[0]
-        done.append(mutation(epub, rng))
+        try:
+            done.append(mutation(epub, rng))
+        except (ValueError, TypeError, etree.LxmlError) as exc:  # e.g. a recovered tag lxml won't rebuild
+            done.append(f"{mutation.__name__}:gave-up({type(exc).__name__})")
     data = epub.zip_bytes()
     if rng.random() < 0.15:
         data, what = _zip_damage(data, rng)
         done.append(what)
-    return FuzzInput(seed, index, data, done)
+    options = rng.choice(NOTES_OPTIONS)
+    return FuzzInput(seed, index, data, done + [" ".join(options)] if options else done, options)
 
 
 def reproduce_command(seed: int, index: int, out: str = "/tmp/fuzz-input.epub") -> str:
@@ -600,6 +658,8 @@ def main(argv: list[str] | None = None) -> int:
     item = make_input(args.seed, args.index)
     args.output.write_bytes(item.data)
     print(f"{args.output}: {len(item.data)} bytes; {item.description}")
+    if item.options:
+        print(f"run it with: {' '.join(item.options)}")
     return 0
 
 

@@ -111,15 +111,15 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def check_file(path: Path) -> tuple[str, str, str]:
-    code, stdout, stderr = run_cli([str(path), *CLI_ARGS])
+def check_file(path: Path, options: list[str] = ()) -> tuple[str, str, str]:
+    code, stdout, stderr = run_cli([str(path), *CLI_ARGS, *options])
     if code == -1:
         exc = stderr.strip().splitlines()[-1].partition(":")[0]
         return "crash", f"{exc} escaped main at {crash_site(stderr)}", stderr.strip().splitlines()[-1][:300]
     outcome, kind, message = verdict(code, stdout, stderr, path.name)
     if outcome == "crash" and kind.startswith("internal error"):
         # Once more with --debug for the traceback, to say where.
-        _, _, debug_err = run_cli([str(path), *CLI_ARGS, "--debug"])
+        _, _, debug_err = run_cli([str(path), *CLI_ARGS, *options, "--debug"])
         kind = f"{kind} at {crash_site(debug_err)}"
     return outcome, kind, message
 
@@ -154,7 +154,7 @@ def worker(seed: int, target: str | None) -> None:
             path = Path(tmp) / input_name(seed, index)
             path.write_bytes(item.data)
             start = time.perf_counter()
-            outcome, kind, message = check(path)
+            outcome, kind, message = check(path, item.options)
             seconds = time.perf_counter() - start
             path.unlink()
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

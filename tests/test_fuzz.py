@@ -89,13 +89,13 @@ def _index(path: Path) -> int:
     return int(path.stem.rpartition("-")[2])
 
 
-def hang_on_index_3(path: Path):
+def hang_on_index_3(path: Path, options):
     if _index(path) == 3:
         threading.Event().wait()  # never set: a hang
     return "ok", "exit 0", ""
 
 
-def die_on_index_2(path: Path):
+def die_on_index_2(path: Path, options):
     if _index(path) == 2:
         os._exit(3)
     return "ok", "exit 0", ""
