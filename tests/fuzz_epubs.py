@@ -541,9 +541,9 @@ def retarget_toc(epub: Epub, rng: random.Random) -> str:
 def add_notes(epub: Epub, rng: random.Random) -> str:
     """Note references and notes in a spine document: plain, self-referring, circular, nested,
     pointing nowhere (for --notes inline / chapter-end)."""
-    if not epub.spine or not epub.get(rng.choice(epub.spine)):
+    entry = epub.get(rng.choice(epub.spine)) if epub.spine else None
+    if entry is None:  # the document was dropped or renamed by an earlier mutation
         return insert_snippet(epub, rng)
-    entry = epub.get(rng.choice(epub.spine))
     data = entry.data
     ns = f'xmlns:epub="{EPUB_NS}"'
     notes = []
