@@ -564,8 +564,52 @@ def add_notes(epub: Epub, rng: random.Random) -> str:
     return f"add_notes({entry.name},{len(notes)})"
 
 
+def _laughs(levels: int) -> str:
+    return ('<!ENTITY a0 "xxxxxxxxxx">' + "".join(f'<!ENTITY a{i} "{f"&a{i - 1};" * 10}">' for i in range(1, levels)))
+
+
+def cover_op(epub: Epub, rng: random.Random) -> str:
+    """A hostile cover: an SVG wrapping a bad data: URI, a missing or non-image target, an entity
+    bomb; or the cover property / <meta name="cover"> on the wrong kind of item."""
+    opf_entry = epub.get(epub.opf)
+    root = _xml(opf_entry.data) if opf_entry else None
+    manifest = next((el for el in root.iter() if _local(el) == "manifest"), None) if root is not None else None
+    if manifest is None:
+        return mangle_tree(epub, rng)
+    items = [el for el in manifest if _local(el) == "item"]
+    how = rng.choice(["svg", "svg", "svg", "property", "meta", "raster"])
+    if how in ("property", "meta") and items:
+        victim = rng.choice(items)
+        if how == "property":
+            victim.set("properties", "cover-image")
+        else:
+            meta = etree.SubElement(next((el for el in root.iter() if _local(el) == "metadata"), root),
+                                    f"{{{OPF_NS}}}meta", name="cover", content=victim.get("id") or "")
+        opf_entry.data = etree.tostring(root, xml_declaration=True, encoding="utf-8")
+        return f"cover({how},{victim.get('href')})"
+    image = rng.choice(["data:image/png;base64,!!!notbase64", "data:image/png;base64," + "QUFB" * 250_000,
+                        "data:image/jpeg;base64,", "data:image/gif;base64,R0lGODlhAQABAAAAACw=", "missing.png",
+                        "../../../etc/passwd", "#x", "", epub.spine[0] if epub.spine else "x.xhtml"])
+    name = posixpath.join(posixpath.dirname(epub.opf), "fzcover.svg" if how == "svg" else "fzcover.png")
+    if how == "svg":
+        bomb = rng.random() < 0.3
+        data = ((f'<!DOCTYPE svg [{_laughs(rng.choice([5, 9]))}]>' if bomb else "")
+                + '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">'
+                + ("<text>&a4;</text>" if bomb else "")
+                + f'<image xlink:href="{image}"/></svg>').encode()
+        kind = "image/svg+xml"
+    else:
+        data, kind = rng.choice([b"", b"not an image", TINY_IMAGE[:20]]), rng.choice(["image/png", "image/jpg"])
+    etree.SubElement(manifest, f"{{{OPF_NS}}}item", id="fzcover", href=posixpath.basename(name),
+                     properties="cover-image").set("media-type", kind)
+    opf_entry.data = etree.tostring(root, xml_declaration=True, encoding="utf-8")
+    epub.entries.append(Entry(name, data))
+    return f"cover({how},{image[:30]!r})"
+
+
 MUTATIONS = [(flip_bytes, 3), (truncate_entry, 1), (insert_snippet, 3), (mangle_tree, 6), (replace_doc, 3),
-             (reencode, 1), (entries_op, 2), (retarget_toc, 3), (add_notes, 2)]
+             (reencode, 1), (entries_op, 2), (retarget_toc, 3), (add_notes, 2),
+             (cover_op, 1)]
 NOTES_OPTIONS = [[], [], ["--notes", "inline"], ["--notes", "chapter-end"]]
 
 
