@@ -22,16 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "engine"), str(ROOT / "tests")]
 
 import fuzz_epubs  # noqa: E402
-from fuzz_harness import fuzz  # noqa: E402
+from fuzz_harness import failure_report, fuzz, reproducer  # noqa: E402
 
 EXAMPLES_PER_CLASS = 3
-
-
-def reproducer(seed: int, index: int) -> str:
-    out = f"/tmp/fuzz-{seed}-{index}.epub"
-    options = " ".join(fuzz_epubs.make_input(seed, index).options + ["--debug"])
-    return (f"{fuzz_epubs.reproduce_command(seed, index, out)} && "
-            f"PYTHONPATH=engine python -m epub2audio.cli {out} --list-chapters --progress json {options}")
 
 
 def main() -> int:
@@ -88,13 +81,9 @@ def main() -> int:
         label = {"ok": "exit 0", "refused": "exit 2"}.get(outcome, outcome)
         print(f"  {n:>8}  {label:<16} {kind}")
     if failures:
-        print(f"\nFailures: {sum(len(v) for v in failures.values())} in {len(failures)} classes")
-        for kind, results in sorted(failures.items(), key=lambda kv: -len(kv[1])):
-            print(f"\n  [{len(results)}x] {kind}")
-            for r in results[:EXAMPLES_PER_CLASS]:
-                print(f"    index {r.index}: {r.message[:160]}")
-                print(f"      mutations: {r.mutations[:300]}")
-                print(f"      reproduce: {reproducer(args.seed, r.index)}")
+        failed = [r for results in failures.values() for r in results]
+        print(f"\nFailures: {len(failed)} in {len(failures)} classes")
+        print(failure_report(args.seed, failed, EXAMPLES_PER_CLASS))
     if slowest:
         print(f"\nSlowest input: index {slowest.index}, {slowest.seconds:.2f} s ({slowest.outcome} {slowest.kind})"
               f"\n  mutations: {slowest.mutations[:300]}\n  reproduce: {reproducer(args.seed, slowest.index)}")

@@ -53,6 +53,37 @@ def input_name(seed: int, index: int) -> str:
     return f"fuzz-{seed}-{index}.epub"
 
 
+def reproducer(seed: int, index: int) -> str:
+    """The commands, from the repository root, that write input `index` to a file and run it."""
+    import fuzz_epubs
+
+    out = f"/tmp/{input_name(seed, index)}"
+    options = " ".join(fuzz_epubs.make_input(seed, index).options + ["--debug"])
+    return (f"{fuzz_epubs.reproduce_command(seed, index, out)} && "
+            f"PYTHONPATH=engine python -m epub2audio.cli {out} {' '.join(CLI_ARGS)} {options}")
+
+
+def _safe_reproducer(seed: int, index: int) -> str:
+    try:
+        return reproducer(seed, index)
+    except Exception as exc:  # noqa: BLE001 - a generator error: the input cannot be made
+        return f"(cannot make the input: {exc!r})"
+
+
+def failure_report(seed: int, failed: list[Result], per_class: int = 3) -> str:
+    """Failures grouped by class, biggest first, each with a few reproducers."""
+    classes: dict[str, list[Result]] = {}
+    for r in sorted(failed, key=lambda r: r.index):
+        classes.setdefault(f"{r.outcome}: {r.kind}", []).append(r)
+    lines = []
+    for kind, results in sorted(classes.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"[{len(results)}x] {kind}")
+        for r in results[:per_class]:
+            lines += [f"    index {r.index}: {r.message[:160]}", f"      mutations: {r.mutations[:300]}",
+                      f"      reproduce: {_safe_reproducer(seed, r.index)}"]
+    return "\n".join(lines)
+
+
 def message_class(line: str, name: str) -> str:
     """'epub2audio: error: fuzz-1-7.epub: not a readable EPUB (Opening and ending tag mismatch: p line 3
     and body, ...)' → 'not a readable EPUB (Opening and ending tag ...': the cause, without details."""

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import fuzz_epubs
-from fuzz_harness import check_file, crash_site, fuzz, message_class, verdict
+from fuzz_harness import check_file, crash_site, failure_report, fuzz, message_class, reproducer, verdict
 
 SEED = 20261130
 COUNT = 1000
@@ -22,10 +22,9 @@ def test_a_thousand_fuzzed_epubs_end_in_exit_0_or_one_line_exit_2():
     results = list(fuzz(SEED, range(COUNT), jobs=2, hang_seconds=60))
     assert sorted(r.index for r in results) == list(range(COUNT))
     failed = [r for r in results if r.failed]
-    report = "\n".join(
-        f"  {r.outcome}: {r.kind}: {r.message[:200]}\n    mutations: {r.mutations[:300]}\n"
-        f"    reproduce: {fuzz_epubs.reproduce_command(SEED, r.index)}" for r in failed)
-    assert not failed, f"{len(failed)} of {COUNT} inputs crashed or hung (seed {SEED}):\n{report}"
+    if failed:
+        pytest.fail(f"{len(failed)} of {COUNT} inputs crashed or hung (seed {SEED}):\n"
+                    f"{failure_report(SEED, failed)}", pytrace=False)
     # The inputs reach past the front door: many are read to a chapter listing, many are refused.
     outcomes = [r.outcome for r in results]
     assert outcomes.count("ok") > COUNT // 5 and outcomes.count("refused") > COUNT // 10
@@ -72,6 +71,15 @@ def test_verdicts():
         "crash", "internal error: KeyError")
     assert message_class(f"epub2audio: error: {name}: bad (line 12, column 40 here and there)", name) == \
         "bad (line N, column N"
+
+
+def test_reproducer_writes_the_input_and_runs_it_with_its_options():
+    index = next(i for i in range(100) if fuzz_epubs.make_input(SEED, i).options)
+    options = " ".join(fuzz_epubs.make_input(SEED, index).options)
+    assert reproducer(SEED, index) == (
+        f"python tests/fuzz_epubs.py --seed {SEED} --index {index} -o /tmp/fuzz-{SEED}-{index}.epub && "
+        f"PYTHONPATH=engine python -m epub2audio.cli /tmp/fuzz-{SEED}-{index}.epub --list-chapters --progress json "
+        f"{options} --debug")
 
 
 def test_crash_site_names_the_engine_frame_and_the_library_frame():
