@@ -416,8 +416,8 @@ def _tree_op(root, rng: random.Random) -> str:
         el.set(attr, rng.choice("x#/é") * size)
         return f"huge_attr({_local(el)}@{attr.rpartition('}')[2]},{size})"
     elif op == "attr":
-        attr = rng.choice(list(el.attrib) + ["linear", "properties", "media-type", "epub:type".replace(
-            "epub:", "{%s}" % EPUB_NS), "version", "playOrder", "id"])
+        attr = rng.choice(list(el.attrib) + ["linear", "properties", "media-type", f"{{{EPUB_NS}}}type", "version",
+                                             "playOrder", "id"])
         el.set(attr, rng.choice(ATTR_VALUES))
         return f"attr({_local(el)}@{attr.rpartition('}')[2]})"
     elif op == "clone" and el is not root:
