@@ -309,6 +309,7 @@ class OnnxSpeechLM:
     """The ONNX Runtime LLM behind the backend seam (`start_decoding` -> NextLogp)."""
 
     backend = "onnx"
+    device = "cpu"  # ONNX Runtime's CPU execution provider
 
     def __init__(
         self, session: Any, args: LLMArgs, embed_tokens: torch.Tensor, speech_embedding: torch.Tensor, model_path: Path
