@@ -110,7 +110,7 @@ def export_dit(est: DiT, out_dir: str | os.PathLike, mel_dim: int = 80, spk_dim:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     T = 16
-    dummy = (torch.zeros(2, mel_dim, T), torch.zeros(2, mel_dim, T), torch.zeros(2), torch.zeros(2, spk_dim), torch.zeros(2, mel_dim, T))
+    dummy = tuple(torch.zeros(shape, device="cpu") for shape in ((2, mel_dim, T), (2, mel_dim, T), (2,), (2, spk_dim), (2, mel_dim, T)))
     raw = out_dir / "raw.onnx"
     axes = {n: {2: "T"} for n in ("x", "mu", "cond")}
     axes["v"] = {2: "T"}
