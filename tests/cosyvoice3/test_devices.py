@@ -112,6 +112,22 @@ def test_cli_device_options_reach_the_voice():
     assert isinstance(convert_parser().parse_args(["b.epub", "--flow-precision", "bf16"]), argparse.Namespace)
 
 
+def test_torch_llm_reads_back_its_device_and_half_precision():
+    from epub2audio.voices.cosyvoice3.backends import build_torch_llm
+    from epub2audio.voices.cosyvoice3.llm import LLMArgs
+
+    from .random_weights import random_llm_state_dict, tiny_qwen2_config
+
+    config = tiny_qwen2_config()
+    sd = random_llm_state_dict(LLMArgs.from_config(config), seed=0)
+    lm = build_torch_llm(config, dict(sd), "fp16")
+    assert (lm.precision, lm.device) == ("fp16", "cpu")
+    logp = lm.start_decoding([1, 2, 3], [5, 6])(None)
+    assert logp.dtype == torch.float32 and logp.device.type == "cpu"  # the host sampler's input
+    with pytest.raises(ValueError, match="int8 LLM .* runs on the CPU only"):
+        build_torch_llm(config, dict(sd), "int8", "cuda")
+
+
 # ------------------------------------------------------------------ no tensor without a device
 
 
