@@ -37,3 +37,54 @@ def test_own_memory_grows_with_a_private_allocation():
     block[::4096] = b"x" * len(block[::4096])
     assert memory.private_bytes() - before >= 60 * 1024 * 1024
     del block
+
+
+# --- accelerator memory (read in the child, never by importing torch in the parent) ---------------
+
+from types import SimpleNamespace  # noqa: E402
+
+GB = 1024**3
+
+
+def fake_torch(cuda_reserved=None, mps_bytes=None):
+    cuda = SimpleNamespace(
+        is_initialized=lambda: cuda_reserved is not None,
+        device_count=lambda: len(cuda_reserved or []),
+        memory_reserved=lambda i: cuda_reserved[i],
+    )
+    mps = SimpleNamespace(is_available=lambda: mps_bytes is not None)
+    return SimpleNamespace(cuda=cuda, backends=SimpleNamespace(mps=mps),
+                           mps=SimpleNamespace(driver_allocated_memory=lambda: mps_bytes))
+
+
+def test_accelerator_memory_is_cuda_reserved_on_every_gpu_or_the_mps_driver_allocation():
+    assert memory._torch_accelerator_bytes(fake_torch(cuda_reserved=[3 * GB, 1 * GB])) == 4 * GB
+    assert memory._torch_accelerator_bytes(fake_torch(mps_bytes=5 * GB)) == 5 * GB
+    assert memory._torch_accelerator_bytes(fake_torch()) == 0
+    assert memory._torch_accelerator_bytes(None) == 0  # torch not loaded: nothing to ask
+
+
+def test_growth_on_the_accelerator_recycles_the_worker():
+    from epub2audio.worker.supervisor import MB, Supervisor, WorkerPolicy
+
+    s = Supervisor({"voice": "tone"}, WorkerPolicy(memory_budget_mb=1024))
+    worker = SimpleNamespace(memory=500 * MB, device_memory=2000 * MB, requests=1)
+    assert not s._needs_recycling(worker)  # the first success latches the baseline: 2500 MB
+    worker.device_memory += 1000 * MB  # host flat, GPU +1000 MB: within the budget
+    assert not s._needs_recycling(worker)
+    worker.device_memory += 100 * MB  # +1100 MB in all
+    assert s._needs_recycling(worker)
+    assert s.stats.memory_samples[-1][1] == 500 * MB + 3100 * MB
+    capped = Supervisor({"voice": "tone"}, WorkerPolicy(max_memory_mb=2048))
+    assert capped._needs_recycling(SimpleNamespace(memory=1000 * MB, device_memory=1100 * MB, requests=1))
+
+
+def test_a_worker_without_torch_reports_no_accelerator_memory():
+    from epub2audio.worker.supervisor import Supervisor, WorkerPolicy
+
+    s = Supervisor({"voice": "tone"}, WorkerPolicy(request_timeout=20, start_timeout=30))
+    try:
+        s.synthesize("hello", 1)
+        assert s.worker.device_memory == 0 and s.worker.memory > 0
+    finally:
+        s.close()

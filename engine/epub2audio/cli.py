@@ -34,10 +34,15 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     p.add_argument("--llm-backend", choices=("auto", "torch", "mlx", "onnx"),
                    help="CosyVoice3 LLM stage: auto = the fastest measured: MLX on Apple Silicon, ONNX Runtime elsewhere; torch = the faithful reference")
-    p.add_argument("--flow-precision", choices=("fp32", "onnx-fp32", "int8", "onnx-int8"),
-                   help="CosyVoice3 flow: fp32 (reference), onnx-fp32 (within 1e-4), int8 or onnx-int8 (faster, not exact)")
+    p.add_argument("--flow-precision", choices=("fp32", "onnx-fp32", "int8", "onnx-int8", "bf16", "fp16"),
+                   help="CosyVoice3 flow: fp32 (reference), onnx-fp32 (within 1e-4), int8 or onnx-int8 (faster, not exact), "
+                        "bf16 or fp16 (for GPUs)")
     p.add_argument("--llm-precision", choices=("fp32", "bf16", "fp16", "int8", "int4"),
-                   help="CosyVoice3 LLM weights: fp32 (reference), bf16, int8 (torch or MLX); fp16, int4 (MLX)")
+                   help="CosyVoice3 LLM weights: fp32 (reference), bf16, fp16 (torch on a GPU, or MLX), int8 (torch on the CPU, "
+                        "ONNX or MLX), int4 (ONNX or MLX)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda", "mps"),
+                   help="where CosyVoice3 runs: auto = CUDA if present; on Apple Silicon the LLM on MLX, the flow on MPS, "
+                        "the vocoder on the CPU; else the CPU. Wins over config.toml's device and device_llm/_flow/_hift")
     p.add_argument("--workers", type=int, help="worker processes rendering in parallel (default 1)")
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="progress display; json writes one event per line to stdout")
@@ -202,9 +207,14 @@ def _read_metadata(path: Path | None) -> dict:
 
 
 def _cosyvoice3_options(args: argparse.Namespace, config: dict) -> dict:
-    return {"llm_backend": args.llm_backend or config.get("llm_backend", "auto"),
-            "llm_precision": args.llm_precision or config.get("llm_precision", "fp32"),
-            "flow_precision": args.flow_precision or config.get("flow_precision", "fp32")}
+    options = {"llm_backend": args.llm_backend or config.get("llm_backend", "auto"),
+               "llm_precision": args.llm_precision or config.get("llm_precision", "fp32"),
+               "flow_precision": args.flow_precision or config.get("flow_precision", "fp32"),
+               "hift_precision": config.get("hift_precision", "fp32"),
+               "device": args.device or config.get("device", "auto")}
+    if args.device is None:  # per-stage keys refine config.toml's device; --device overrides them all
+        options.update({f"device_{s}": config[f"device_{s}"] for s in ("llm", "flow", "hift") if config.get(f"device_{s}")})
+    return options
 
 
 def run_convert(args: argparse.Namespace) -> int:

@@ -6,6 +6,8 @@ environment variables, command-line options. Keys in config.toml:
   memory_budget_mb = 2048        max_worker_memory_mb = 0      max_requests_per_worker = 0
   segment_timeout = 600          cosyvoice3_model_dir = "/path/to/Fun-CosyVoice3-0.5B"
   llm_backend = "auto"           llm_precision = "fp32"         flow_precision = "fp32"
+  hift_precision = "fp32"        device = "auto"                (auto, cpu, cuda, mps)
+  device_llm / device_flow / device_hift = "cpu" ...   (one stage's device; `--device` overrides)
   pipeline_depth = 1             (2: a CosyVoice3 worker decodes the next segment while rendering)
   lexicon = "/path/to/lexicon.txt"   (pronunciations shared by the command, calibre and the watcher)
 """

@@ -10,6 +10,7 @@ the voiced range (so both source branches are exercised) with moderate log-magni
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 
@@ -39,25 +40,27 @@ def _fan_in(shape: torch.Size) -> int:
     return max(1, math.prod(shape[1:]))
 
 
-def random_flow_state_dict(args: FlowArgs, seed: int = 0) -> dict[str, torch.Tensor]:
-    """float32 state dict with flow.pt's keys for ``args`` (330 keys at full size)."""
-    gen = torch.Generator().manual_seed(seed)
+def random_flow_state_dict(args: FlowArgs, seed: int = 0, device: str = "cpu") -> dict[str, torch.Tensor]:
+    """float32 state dict with flow.pt's keys for ``args`` (330 keys at full size), drawn on
+    ``device`` (another device draws other numbers; bench/gpu_check.py draws on the GPU)."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    randn = partial(torch.randn, generator=gen, device=device)
     sd: dict[str, torch.Tensor] = {}
     for key, shape in _shapes(lambda: Flow(args)).items():
         if key.endswith("rotary_embed.inv_freq"):  # deterministic, stored in flow.pt as is
             dim = 2 * shape[0]
-            sd[key] = 1.0 / (10000 ** (torch.arange(0, dim, 2).float() / dim))
+            sd[key] = 1.0 / (10000 ** (torch.arange(0, dim, 2, device=device).float() / dim))
         elif key == "input_embedding.weight":
-            sd[key] = torch.randn(shape, generator=gen)
+            sd[key] = randn(shape)
         elif key.endswith(".bias"):
-            sd[key] = 0.02 * torch.randn(shape, generator=gen)
+            sd[key] = 0.02 * randn(shape)
         else:  # Linear / Conv1d weights, ~unit gain
-            sd[key] = torch.randn(shape, generator=gen) / math.sqrt(_fan_in(shape))
+            sd[key] = randn(shape) / math.sqrt(_fan_in(shape))
     return sd
 
 
 def random_hift_state_dict(
-    args: HiFTArgs, seed: int = 0, weight_norm_form: str = "parametrizations", prefix: str = ""
+    args: HiFTArgs, seed: int = 0, weight_norm_form: str = "parametrizations", prefix: str = "", device: str = "cpu"
 ) -> dict[str, torch.Tensor]:
     """float32 state dict with hift.pt's keys for ``args`` (328 keys at full size).
 
@@ -67,24 +70,26 @@ def random_hift_state_dict(
     """
     if weight_norm_form not in ("parametrizations", "legacy"):
         raise ValueError(f"weight_norm_form must be 'parametrizations' or 'legacy', got {weight_norm_form!r}")
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    randn = partial(torch.randn, generator=gen, device=device)
+    rand = partial(torch.rand, generator=gen, device=device)
     shapes = _shapes(lambda: HiFT(args))
     sd: dict[str, torch.Tensor] = {}
     for key, shape in shapes.items():
         if key.endswith(".original0"):  # g: per-output-channel norm of the folded weight
-            value = 0.4 + 0.4 * torch.rand(shape, generator=gen)
+            value = 0.4 + 0.4 * rand(shape)
         elif key.endswith(".original1"):  # v: direction only
-            value = torch.randn(shape, generator=gen)
+            value = randn(shape)
         elif key.endswith(".alpha"):  # Snake frequencies, positive
-            value = 0.5 + torch.rand(shape, generator=gen)
+            value = 0.5 + rand(shape)
         elif key == "f0_predictor.classifier.weight":  # f0 = |w.h + b| ~ 120 +- 60 Hz
-            value = 60.0 * torch.randn(shape, generator=gen) / math.sqrt(shape[1])
+            value = 60.0 * randn(shape) / math.sqrt(shape[1])
         elif key == "f0_predictor.classifier.bias":
-            value = torch.full(shape, 120.0)
+            value = torch.full(shape, 120.0, device=device)
         elif key.endswith(".bias"):
-            value = 0.02 * torch.randn(shape, generator=gen)
+            value = 0.02 * randn(shape)
         else:  # plain weights: source_downs, m_source.l_linear
-            value = torch.randn(shape, generator=gen) / math.sqrt(_fan_in(shape))
+            value = randn(shape) / math.sqrt(_fan_in(shape))
         sd[key] = value
     out: dict[str, torch.Tensor] = {}
     for key, value in sd.items():
@@ -127,28 +132,29 @@ def tiny_qwen2_config() -> dict:
     }
 
 
-def random_llm_state_dict(args, seed: int) -> dict:
+def random_llm_state_dict(args, seed: int, device: str = "cpu") -> dict:
     """Random fp32 tensors under llm.pt's keys and shapes for `args` (an llm.LLMArgs).
 
     Scales keep activations O(1) at any size and make the speech logits about as peaked as a
     trained model's (std ~3), so the sampler sees realistic distributions. As in llm.pt,
     `llm.model.lm_head.weight` is the embedding tensor itself.
     """
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
+    randn = partial(torch.randn, generator=g, device=device)
     out = {}
     for key, shape in args.expected_shapes().items():
         if key.endswith("lm_head.weight"):
             continue
         if key.endswith("layernorm.weight") or key.endswith("norm.weight"):
-            t = 1.0 + 0.1 * torch.randn(shape, generator=g)
+            t = 1.0 + 0.1 * randn(shape)
         elif key.endswith(".bias"):
-            t = 0.1 * torch.randn(shape, generator=g)
+            t = 0.1 * randn(shape)
         elif key == "llm_decoder.weight":
-            t = torch.randn(shape, generator=g) * (3.0 / shape[1] ** 0.5)
+            t = randn(shape) * (3.0 / shape[1] ** 0.5)
         elif key.endswith("embed_tokens.weight") or key == "speech_embedding.weight":
-            t = torch.randn(shape, generator=g)
+            t = randn(shape)
         else:
-            t = torch.randn(shape, generator=g) * (1.0 / shape[1] ** 0.5)
+            t = randn(shape) * (1.0 / shape[1] ** 0.5)
         out[key] = t
     out["llm.model.lm_head.weight"] = out["llm.model.model.embed_tokens.weight"]
     return {k: out[k] for k in args.expected_shapes()}

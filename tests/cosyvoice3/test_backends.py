@@ -71,11 +71,11 @@ def test_explicit_requests():
 
 
 def test_precision_menu():
-    for ok in ("fp32", "bf16", "int8"):
+    for ok in ("fp32", "bf16", "fp16", "int8"):
         check_precision("torch", ok)
     for ok in ("fp32", "fp16", "bf16", "int8", "int4"):
         check_precision("mlx", ok)
-    for backend, bad in (("torch", "fp16"), ("torch", "int4"), ("mlx", "int3"), ("mlx", "q4")):
+    for backend, bad in (("torch", "fp8"), ("torch", "int4"), ("mlx", "int3"), ("mlx", "q4")):
         with pytest.raises(ValueError, match="runs at"):
             check_precision(backend, bad)
 

@@ -252,7 +252,7 @@ def test_onnx_dit_cache_is_created_once_and_reused(tmp_path, monkeypatch):
 
 def test_flow_precision_menu():
     with pytest.raises(ValueError, match="flow precision"):
-        flow_fast.apply_flow_precision(_tiny_flow(), "bf16")
+        flow_fast.apply_flow_precision(_tiny_flow(), "int4")
     with pytest.raises(ValueError, match="model_id"):
         flow_fast.apply_flow_precision(_tiny_flow(), "onnx-fp32")
     assert flow_fast.flow_precision(flow_fast.apply_flow_precision(_tiny_flow(), "fp32")) == ("torch", "fp32")

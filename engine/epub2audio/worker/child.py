@@ -19,7 +19,7 @@ import time
 
 from . import protocol
 from .faults import Faults
-from .memory import private_bytes
+from .memory import accelerator_bytes, private_bytes
 from .pipeline import Prefetcher, set_torch_threads, two_stage
 
 
@@ -64,6 +64,7 @@ def main() -> int:
         },
         "load_seconds": time.perf_counter() - started,
         "memory": private_bytes(),
+        "device_memory": accelerator_bytes(),
     })
 
     depth = int(config.get("pipeline", 1))
@@ -92,7 +93,7 @@ def _answer(out, request: dict, faults: Faults, synthesize) -> None:
         return
     faults.after()
     protocol.send(out, {"type": "audio", "id": request["id"], "seconds": time.perf_counter() - started,
-                        "memory": private_bytes()}, pcm)
+                        "memory": private_bytes(), "device_memory": accelerator_bytes()}, pcm)
 
 
 def _serve_pipelined(voice, stdin, out, faults: Faults, threads: int) -> int:

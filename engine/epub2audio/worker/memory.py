@@ -1,9 +1,17 @@
-"""What a process really costs in memory, measured from inside it.
+"""What a process really costs in memory, measured from inside it: host and accelerator.
 
 Peak RSS overstates (shared libraries, clean file-backed pages the kernel can drop) and never comes
 back down, so a budget on it would recycle healthy workers. We measure the memory that only this
 process holds: private pages plus what was swapped out (Linux), or the task's phys_footprint, the
 number Activity Monitor shows and jetsam acts on (macOS).
+
+Accelerator memory (`accelerator_bytes`) is counted beside it: what torch's CUDA caching allocator
+has reserved, or on Apple what the Metal driver holds for MPS. That is why a worker is disposable on
+accelerators too: the CUDA cache only grows with the longest segment seen, and MPS keeps every
+compiled graph (one per new input shape, i.e. per segment length) in a cache that is never freed,
+so a long book grows the worker until the supervisor recycles it. On Apple Silicon the GPU's memory
+is the host's, and phys_footprint may already include part of what MPS holds; counting it twice
+errs towards recycling early, never towards running out.
 """
 
 from __future__ import annotations
@@ -19,6 +27,25 @@ def private_bytes() -> int:
         return _linux_private_plus_swap()
     if sys.platform == "darwin":
         return _macos_phys_footprint()
+    return 0
+
+
+def accelerator_bytes() -> int:
+    """Accelerator memory this process holds, in bytes; 0 when torch is not loaded (the parent and
+    the voices without torch never import it just to look)."""
+    return _torch_accelerator_bytes(sys.modules.get("torch"))
+
+
+def _torch_accelerator_bytes(torch) -> int:
+    if torch is None:
+        return 0
+    try:
+        if torch.cuda.is_initialized():
+            return sum(int(torch.cuda.memory_reserved(i)) for i in range(torch.cuda.device_count()))
+        if torch.backends.mps.is_available():
+            return int(torch.mps.driver_allocated_memory())
+    except (AttributeError, RuntimeError):
+        pass
     return 0
 
 

@@ -1,7 +1,8 @@
 """Spawn, watch, recycle and replace worker processes.
 
 The parent never imports a model runtime. A worker is disposable: if it dies, hangs past its
-timeout or grows past its memory budget, we kill it and start another; the request it was working
+timeout or grows past its memory budget (host memory plus what it holds on a GPU: the child
+reports both, see memory.py for why GPU workers grow), we kill it and start another; the request it was working
 on is retried a bounded number of times. Memory growth is measured against a warm baseline taken
 after the worker's first *successful* request (a model's arenas fill on first use, so the idle
 footprint would make every worker look leaky; a failed request proves nothing about warm size).
@@ -95,6 +96,7 @@ class Worker:
         self.pid = header["pid"]
         self.details = VoiceDetails(**header["info"])
         self.memory = header.get("memory", 0)
+        self.device_memory = header.get("device_memory", 0)  # CUDA reserved / MPS driver-allocated bytes
         self.requests = 0
 
     def _read_answers(self) -> None:
@@ -137,6 +139,7 @@ class Worker:
         if header["type"] == "error":
             raise RequestFailed(header["message"])
         self.memory = header.get("memory", 0)
+        self.device_memory = header.get("device_memory", 0)
         return payload, header
 
     def close(self, grace: float = 10.0) -> None:
@@ -188,7 +191,7 @@ class SupervisorStats:
     spawned: int = 0
     recycled: int = 0  # replaced on purpose (memory budget, request cap)
     died: int = 0  # crashed, killed or timed out
-    memory_samples: list[tuple[float, int]] = field(default_factory=list)  # (time, private bytes)
+    memory_samples: list[tuple[float, int]] = field(default_factory=list)  # (time, private + accelerator bytes)
 
 
 class Supervisor:
@@ -261,8 +264,8 @@ class Supervisor:
 
     def _needs_recycling(self, worker: Worker) -> bool:
         """Record the worker's memory after a success (the first one latches the baseline) and
-        say whether it has outgrown its budget or served its quota."""
-        memory = worker.memory
+        say whether it has outgrown its budget or served its quota. Memory is host + accelerator."""
+        memory = worker.memory + worker.device_memory
         self.stats.memory_samples.append((time.time(), memory))
         if self.baseline is None:
             self.baseline = memory

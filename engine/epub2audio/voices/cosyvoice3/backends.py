@@ -61,7 +61,7 @@ from .llm import CosyVoice3LM, LLMArgs, NextLogp
 
 BACKEND_CHOICES = ("auto", "mlx", "torch", "onnx")
 LLM_PRECISIONS: dict[str, tuple[str, ...]] = {
-    "torch": ("fp32", "bf16", "int8"),
+    "torch": ("fp32", "bf16", "fp16", "int8"),  # fp16 is meant for GPUs; int8 runs on the CPU only
     "mlx": ("fp32", "fp16", "bf16", "int8", "int4"),
     "onnx": ("fp32", "int8", "int4"),  # llm_onnx: ONNX Runtime on the CPU, opt-in (never "auto")
 }
@@ -180,6 +180,11 @@ class TorchSpeechLM:
         return self.model.args
 
     @property
+    def device(self) -> str:
+        """"cpu", "cuda" or "mps": where the weights are (read back, like the precision)."""
+        return self.model.llm_decoder.weight.device.type
+
+    @property
     def precision(self) -> str:
         layers = self.model.qwen2.layers
         qtypes = _dynamic_linear_types()
@@ -193,11 +198,15 @@ class TorchSpeechLM:
         return self.model.start_decoding(text_ids, prompt_speech_tokens)
 
 
-def build_torch_llm(config_json: dict, state_dict: dict, precision: str = "fp32") -> TorchSpeechLM:
+def build_torch_llm(config_json: dict, state_dict: dict, precision: str = "fp32", device: str = "cpu") -> TorchSpeechLM:
+    """The torch LLM at `precision` on `device` (cast on the CPU first, then moved: half the copy).
+    Its log-probabilities come back to the host as CPU fp32 whatever the device (llm.speech_logp)."""
     check_precision("torch", precision)
+    if precision == "int8" and device != "cpu":
+        raise ValueError(f"the torch int8 LLM (dynamic quantisation) runs on the CPU only, not {device}")
     model = CosyVoice3LM.from_checkpoint(config_json, state_dict)  # adopts the fp32 tensors
-    if precision == "bf16":
-        model.to(torch.bfloat16)
+    if precision in ("bf16", "fp16"):
+        model.to(torch.bfloat16 if precision == "bf16" else torch.float16)
     elif precision == "int8":
         # Every tensor that survives quantisation (text embedding, speech tables, norms, and the
         # Linear biases, which the packed int8 layers keep by reference) must own its memory:
@@ -208,6 +217,8 @@ def build_torch_llm(config_json: dict, state_dict: dict, precision: str = "fp32"
             if id(param) not in block_weights:
                 param.data = param.data.clone()
         _quantize_int8_dynamic(model)
+    if device != "cpu":
+        model.to(device)
     return TorchSpeechLM(model)
 
 
@@ -233,6 +244,7 @@ def build_llm(
     platform: PlatformInfo | None = None,
     cache_root: Any = None,
     threads: int | None = None,
+    device: str = "cpu",
 ) -> SpeechLM:
     """The LLM stage of `checkpoint` (a `checkpoint.Checkpoint`) on a backend at a precision.
 
@@ -243,9 +255,12 @@ def build_llm(
     For ONNX the graph is exported (and quantised) once per (model_id, precision) into
     cache_dir()/onnx/<model_id>-<precision>/; only the two embedding tables of llm.pt are kept
     (memory-mapped), and the session runs `threads` intra-op threads (default: torch's count,
-    i.e. the worker's budget).
+    i.e. the worker's budget). `device` places the torch LLM ("cpu", "cuda", "mps"); the MLX and
+    ONNX backends place themselves (devices.py decides which backend a device gets).
     """
     chosen = choose_llm_backend(backend, platform, precision=precision)
+    if chosen != "torch" and device != "cpu":
+        raise ValueError(f"the {chosen} LLM backend does not run on a torch device ({device}); use the torch backend")
     check_precision(chosen, precision)
     sd = checkpoint.llm_state_dict
 
@@ -277,7 +292,7 @@ def build_llm(
             cache_root,
             release=release,
         )
-    lm = build_torch_llm(checkpoint.qwen_config, sd, precision)
+    lm = build_torch_llm(checkpoint.qwen_config, sd, precision, device)
     del sd
     release()
     return lm

@@ -115,10 +115,11 @@ class TimestepEmbedding(nn.Module):
         self.time_mlp = nn.Sequential(nn.Linear(freq_dim, dim), nn.SiLU(), nn.Linear(dim, dim))
 
     def forward(self, t: torch.Tensor) -> torch.Tensor:  # t: [B]
+        # The sinusoid is taken in fp32 whatever the weights are: 1000 t in bf16 is off by ~1 rad.
         half = self.freq_dim // 2
         freqs = torch.exp(torch.arange(half, device=t.device).float() * -(math.log(10000) / (half - 1)))
-        arg = 1000 * t.unsqueeze(1) * freqs.unsqueeze(0)
-        emb = torch.cat((arg.sin(), arg.cos()), dim=-1).to(t.dtype)
+        arg = 1000 * t.float().unsqueeze(1) * freqs.unsqueeze(0)
+        emb = torch.cat((arg.sin(), arg.cos()), dim=-1).to(self.time_mlp[0].weight.dtype)
         return self.time_mlp(emb)
 
 
@@ -176,8 +177,8 @@ def apply_rope(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
     """
     n = freqs.shape[-1]
     rot, rest = x[..., :n], x[..., n:]
-    rot = rot * freqs.cos() + rotate_pairs(rot) * freqs.sin()
-    return torch.cat((rot, rest), dim=-1)
+    rot = rot * freqs.cos() + rotate_pairs(rot) * freqs.sin()  # freqs stay fp32 (see set_flow_dtype)
+    return torch.cat((rot.to(x.dtype), rest), dim=-1)
 
 
 class Attention(nn.Module):
@@ -274,7 +275,8 @@ class DiT(nn.Module):
 
 
 def cosine_t_span(n_timesteps: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    t = torch.linspace(0, 1, n_timesteps + 1, dtype=dtype)
+    """The Euler time points, computed on the CPU (callers move them) so every device steps alike."""
+    t = torch.linspace(0, 1, n_timesteps + 1, dtype=dtype, device="cpu")
     return 1 - torch.cos(t * 0.5 * torch.pi)
 
 
@@ -298,15 +300,17 @@ class ConditionalFlowMatching(nn.Module):
             )
         if C != rand_noise.shape[1]:
             raise ValueError(f"mel_dim must be {rand_noise.shape[1]} (the fixed noise's channel count), got {C}")
-        x = rand_noise[:, :, :T].to(mu.device, mu.dtype) * 1.0  # temperature 1, always from frame 0
+        # The ODE state (x, t, dt) is fp32 on every device and precision; only the estimator runs
+        # at the flow's dtype (mu's). The noise is drawn on the CPU and moved (noise.py).
+        x = rand_noise[:, :, :T].to(mu.device, torch.float32) * 1.0  # temperature 1, always from frame 0
 
-        t_span = cosine_t_span(self.n_timesteps, mu.dtype).to(mu.device)
+        t_span = cosine_t_span(self.n_timesteps).to(mu.device)
         t, dt = t_span[0].unsqueeze(0), t_span[1] - t_span[0]
         # Batch-2 buffers: row 0 conditional, row 1 unconditional (mu, spks, cond stay zero).
-        dtype, dev = spks.dtype, x.device
+        dtype, dev = mu.dtype, x.device
         x_in = torch.zeros([2, C, T], device=dev, dtype=dtype)
         mu_in = torch.zeros([2, C, T], device=dev, dtype=dtype)
-        t_in = torch.zeros([2], device=dev, dtype=dtype)
+        t_in = torch.zeros([2], device=dev, dtype=torch.float32)
         spks_in = torch.zeros([2, spks.shape[1]], device=dev, dtype=dtype)
         cond_in = torch.zeros([2, C, T], device=dev, dtype=dtype)
         for step in range(1, len(t_span)):
@@ -315,7 +319,7 @@ class ConditionalFlowMatching(nn.Module):
             t_in[:] = t
             spks_in[0] = spks
             cond_in[0] = cond
-            v = self.estimator(x_in, mu_in, t_in, spks_in, cond_in)
+            v = self.estimator(x_in, mu_in, t_in, spks_in, cond_in).float()
             v_cond, v_uncond = torch.split(v, [1, 1], dim=0)
             v = (1.0 + self.cfg_rate) * v_cond - self.cfg_rate * v_uncond
             x = x + dt * v
@@ -353,6 +357,10 @@ class Flow(nn.Module):
             raise ValueError(
                 f"prompt_feat has {prompt_feat.shape[1]} frames, expected {ratio} x {prompt_token.shape[1]} prompt tokens"
             )
+        # Inputs come from the host (CPU, fp32): move them to where the flow runs, at its dtype.
+        weight = self.input_embedding.weight
+        token, prompt_token = token.to(weight.device), prompt_token.to(weight.device)
+        prompt_feat, embedding = prompt_feat.to(weight), embedding.to(weight)
         spk = self.spk_embed_affine_layer(F.normalize(embedding, dim=1))
 
         tokens = torch.cat([prompt_token, token], dim=1)
@@ -365,6 +373,15 @@ class Flow(nn.Module):
         cond[:, :n_prompt] = prompt_feat
         mel = self.decoder(h.transpose(1, 2).contiguous(), spk, cond.transpose(1, 2))
         return mel[:, :, n_prompt:].float()
+
+
+def set_flow_dtype(flow: Flow, dtype: torch.dtype) -> Flow:
+    """In place: the flow's weights at `dtype` (fp32, bf16, fp16), except the DiT's rotary
+    frequencies, which stay fp32 (positions up to 15000 times a bf16 frequency would be off by
+    whole turns). The Euler state stays fp32 whatever this is (ConditionalFlowMatching)."""
+    flow.to(dtype)
+    flow.decoder.estimator.rotary_embed.float()
+    return flow
 
 
 def load_flow(sd: dict) -> Flow:

@@ -15,6 +15,8 @@ measurable speed-ups change the arithmetic, and are opt-in (`flow_precision=`):
                  LayerNorm/GELU/attention); the Euler loop, guidance and token encoder stay torch.
     "onnx-int8"  that graph with onnxruntime.quantization dynamic int8 (per-channel) MatMuls
                  inside the transformer blocks (uses VNNI where the CPU has it).
+    "bf16"/"fp16"  every flow weight at that dtype (flow.set_flow_dtype; the rotary frequencies and
+                 the Euler state stay fp32). Meant for GPUs (devices.py); slow on most CPUs.
 
 Measured (bench/cosyvoice3.py: full-size random weights, 150 prompt + 250 tokens = 800 frames,
 10 steps, 1 thread, shared 2-core AVX-512/VNNI x86 at load ~5; the mel through the same fp32
@@ -51,14 +53,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from .flow import DiT, Flow
+from .flow import DiT, Flow, set_flow_dtype
 from .onnx_cache import (build_once, entry_path, graph_precision, keep_only, make_session, quantize_matmuls_int8,
                          read_meta, save_with_external_data)
 
 DIT_FILE = "dit.onnx"
 DIT_DATA_FILE = "dit.onnx.data"
 
-FLOW_PRECISIONS = ("fp32", "int8", "onnx-fp32", "onnx-int8")
+FLOW_PRECISIONS = ("fp32", "int8", "onnx-fp32", "onnx-int8", "bf16", "fp16")
 
 
 def _dyn_linear_types() -> tuple[type, ...]:
@@ -108,7 +110,7 @@ def export_dit(est: DiT, out_dir: str | os.PathLike, mel_dim: int = 80, spk_dim:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     T = 16
-    dummy = (torch.zeros(2, mel_dim, T), torch.zeros(2, mel_dim, T), torch.zeros(2), torch.zeros(2, spk_dim), torch.zeros(2, mel_dim, T))
+    dummy = tuple(torch.zeros(shape, device="cpu") for shape in ((2, mel_dim, T), (2, mel_dim, T), (2,), (2, spk_dim), (2, mel_dim, T)))
     raw = out_dir / "raw.onnx"
     axes = {n: {2: "T"} for n in ("x", "mu", "cond")}
     axes["v"] = {2: "T"}
@@ -197,6 +199,8 @@ def apply_flow_precision(
         raise ValueError(f"flow precision must be one of {', '.join(FLOW_PRECISIONS)}; got {precision!r}")
     if precision == "int8":
         return quantize_flow_int8(flow)
+    if precision in ("bf16", "fp16"):
+        return set_flow_dtype(flow, torch.bfloat16 if precision == "bf16" else torch.float16)
     if precision.startswith("onnx-"):
         if not model_id:
             raise ValueError("an ONNX flow needs the checkpoint's model_id (its cache key)")
@@ -212,4 +216,4 @@ def flow_precision(flow: Flow) -> tuple[str, str]:
     if any(isinstance(m, _dyn_linear_types()) for m in est.modules()):
         return "torch", "int8"
     dtype = next(est.parameters()).dtype
-    return "torch", {torch.float32: "fp32", torch.bfloat16: "bf16"}.get(dtype, str(dtype))
+    return "torch", {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, str(dtype))

@@ -267,8 +267,9 @@ class HiFT(nn.Module):
         self.conv_post = weight_norm(CausalConv1d(a.base_channels // 2**n_up, n_fft + 2, 7))
         self.f0_predictor = F0Predictor(a.in_channels, a.f0_cond_channels)
         # periodic Hann, computed in float64 then rounded (identical to scipy's get_window as float32)
-        self.register_buffer("stft_window", torch.hann_window(n_fft, periodic=True, dtype=torch.float64).float(),
-                             persistent=False)
+        # (explicitly on the CPU: load_hift builds the module on the meta device)
+        window = torch.hann_window(n_fft, periodic=True, dtype=torch.float64, device="cpu").float()
+        self.register_buffer("stft_window", window, persistent=False)
         self._rand_ini: torch.Tensor | None = None
         self._noise: torch.Tensor | None = None
 
@@ -294,8 +295,9 @@ class HiFT(nn.Module):
     def decode(self, mel: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         """mel [B, 80, T], excitation s [B, 1, 480 T] -> wav [B, 480 T] (finalize=True)."""
         a = self.args
-        s_stft = self._stft(s.squeeze(1))
-        x = self.conv_pre(mel)
+        dtype = self.conv_pre.weight.dtype  # the generator's precision (set_hift_dtype); STFTs stay fp32
+        s_stft = self._stft(s.squeeze(1)).to(dtype)
+        x = self.conv_pre(mel.to(dtype))
         n_up, n_res = len(self.ups), len(a.resblock_kernel_sizes)
         for i in range(n_up):
             x = self.ups[i](F.leaky_relu(x, a.lrelu_slope))
@@ -306,7 +308,7 @@ class HiFT(nn.Module):
             for j in range(1, n_res):
                 xs += self.resblocks[i * n_res + j](x)
             x = xs / n_res
-        x = self.conv_post(F.leaky_relu(x))  # default slope 0.01, not lrelu_slope
+        x = self.conv_post(F.leaky_relu(x)).float()  # default slope 0.01, not lrelu_slope
         half = a.istft_n_fft // 2 + 1
         magnitude = torch.exp(x[:, :half, :])  # clipped at 100 inside _istft, after the exp
         phase = torch.sin(x[:, half:, :])
@@ -325,9 +327,12 @@ class HiFT(nn.Module):
                 f"fixed source noise covers only {self.max_seconds} s; split the audio into shorter segments"
             )
         rand_ini, noise_buf = self._fixed_noise()
+        device = self.conv_pre.weight.device
+        mel = mel.to(device, torch.float32)
         self.f0_predictor.to(torch.float64)  # upstream: f0 precision matters for the causal source
-        f0 = self.f0_predictor(mel.to(torch.float64)).to(mel)
-        s = self.m_source(f0, rand_ini.to(mel.device), noise_buf.to(mel.device))
+        f0 = self.f0_predictor(mel.to(torch.float64)).to(torch.float32)
+        # The noise tables live on the CPU (noise.py); only this call's stretch is moved.
+        s = self.m_source(f0, rand_ini.to(device), noise_buf[:, :n_samples].to(device))
         return self.decode(mel, s)
 
 
@@ -356,11 +361,23 @@ def fold_weight_norm(model: nn.Module) -> None:
             parametrize.remove_parametrizations(module, "weight", leave_parametrized=True)
 
 
+def set_hift_dtype(model: HiFT, dtype: torch.dtype) -> HiFT:
+    """In place: the generator's convolutions at `dtype` (fp32, bf16, fp16). The f0 predictor
+    stays float64 and the source module fp32 (its phase is an integral over the whole segment),
+    and both STFTs run in fp32; so does the iSTFT's input (decode casts back)."""
+    for part in (model.conv_pre, model.ups, model.source_downs, model.source_resblocks, model.resblocks, model.conv_post):
+        part.to(dtype)
+    return model
+
+
 def load_hift(sd: dict, max_seconds: float = noise.HIFT_NOISE_SECONDS) -> HiFT:
-    """Normalize, strict-load (fp32), move the f0 predictor to float64, fold weight norm, eval."""
+    """Normalize, strict-load (fp32), move the f0 predictor to float64, fold weight norm, eval.
+
+    Built on the meta device and given the checkpoint's tensors (no random init, no global RNG)."""
     sd = normalize_hift_state_dict(sd)
-    model = HiFT(HiFTArgs.from_state_dict(sd), max_seconds=max_seconds)
-    model.load_state_dict(sd, strict=True)
+    with torch.device("meta"):
+        model = HiFT(HiFTArgs.from_state_dict(sd), max_seconds=max_seconds)
+    model.load_state_dict(sd, strict=True, assign=True)
     model.float()
     model.f0_predictor.double()  # fold in float64, as upstream's per-call float64 parametrization does
     fold_weight_norm(model)

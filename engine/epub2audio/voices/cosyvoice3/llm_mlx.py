@@ -174,6 +174,11 @@ class MLXSpeechLM:
         self.args = args
 
     @property
+    def device(self) -> str:
+        """"metal" where MLX computes on the GPU (Apple Silicon), else "cpu" (e.g. mlx-cpu on Linux)."""
+        return "metal" if mx.default_device().type == mx.DeviceType.gpu else "cpu"
+
+    @property
     def precision(self) -> str:
         """Read back from the modules that run: quantised layer bits, else the weight dtype."""
         layer = self.model.model.layers[0]

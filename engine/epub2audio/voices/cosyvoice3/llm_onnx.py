@@ -110,10 +110,10 @@ class _ExportLM(nn.Module):
         x = inputs_embeds
         L = x.shape[1]
         P = past[0].shape[2]
-        positions = torch.arange(L, dtype=torch.int64) + P
+        positions = torch.arange(L, dtype=torch.int64, device=inputs_embeds.device) + P
         cos, sin = rope_cos_sin(self.args, positions, x.dtype)
-        s = torch.arange(L, dtype=torch.int64)[:, None] + P  # query position
-        keys = torch.arange(P + L, dtype=torch.int64)[None, :]
+        s = torch.arange(L, dtype=torch.int64, device=inputs_embeds.device)[:, None] + P  # query position
+        keys = torch.arange(P + L, dtype=torch.int64, device=inputs_embeds.device)[None, :]
         mask = (keys <= s).repeat(self.group, 1)  # rows are (group member, position)
         scale = 1.0 / math.sqrt(self.hd)
         presents = []
@@ -160,8 +160,8 @@ def export_fp32(lm: CosyVoice3LM, out_dir: str | os.PathLike) -> Path:
     a = lm.args
     wrapper = _ExportLM(lm).eval()
     ins, outs = io_names(a.num_hidden_layers)
-    dummy_past = [torch.zeros(1, a.num_key_value_heads, 2, a.head_dim) for _ in range(2 * a.num_hidden_layers)]
-    dummy = (torch.zeros(1, 3, a.hidden_size), *dummy_past)
+    dummy_past = [torch.zeros(1, a.num_key_value_heads, 2, a.head_dim, device="cpu") for _ in range(2 * a.num_hidden_layers)]
+    dummy = (torch.zeros(1, 3, a.hidden_size, device="cpu"), *dummy_past)
     axes: dict[str, dict[int, str]] = {"inputs_embeds": {1: "L"}}
     axes.update({n: {2: "P"} for n in ins[1:]})
     axes.update({n: {2: "PL"} for n in outs[1:]})
@@ -309,6 +309,7 @@ class OnnxSpeechLM:
     """The ONNX Runtime LLM behind the backend seam (`start_decoding` -> NextLogp)."""
 
     backend = "onnx"
+    device = "cpu"  # ONNX Runtime's CPU execution provider
 
     def __init__(
         self, session: Any, args: LLMArgs, embed_tokens: torch.Tensor, speech_embedding: torch.Tensor, model_path: Path
@@ -345,9 +346,9 @@ class OnnxSpeechLM:
         with torch.inference_mode():
             x = torch.cat([
                 sp[SOS_ID : SOS_ID + 1],
-                self.embed_tokens[torch.tensor(list(text_ids), dtype=torch.long)],
+                self.embed_tokens[torch.tensor(list(text_ids), dtype=torch.long, device="cpu")],
                 sp[TASK_ID : TASK_ID + 1],
-                sp[torch.tensor(list(prompt_speech_tokens), dtype=torch.long)],
+                sp[torch.tensor(list(prompt_speech_tokens), dtype=torch.long, device="cpu")],
             ])  # fmt: skip
         return np.ascontiguousarray(x.float().numpy()[None])
 

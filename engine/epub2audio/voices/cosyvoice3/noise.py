@@ -39,6 +39,9 @@ HIFT_NOISE_SECONDS = 300  # upstream's buffer length
 HIFT_NOISE_SAMPLES = HIFT_NOISE_SECONDS * HIFT_SAMPLE_RATE  # 7_200_000
 HIFT_HARMONICS = 9  # fundamental + 8 overtones
 
+# Every table is drawn on the CPU (explicitly: whatever torch's default device is) and moved to
+# the stage's device by its user, so the noise is the same numbers on CPU, CUDA and MPS.
+_CPU = torch.device("cpu")
 _CHUNK = 1 << 22  # draw very long uniform streams in pieces of 4M numbers (CPU uniform_ is serial)
 
 _lock = threading.Lock()
@@ -55,11 +58,11 @@ def _draw_module_inits(gen: torch.Generator, kind: str) -> None:
     shapes and the same init calls as ``nn.Embedding`` / ``nn.Linear`` / ``nn.Conv1d`` use.
     """
     def linear_or_conv(*weight_shape: int) -> None:  # kaiming_uniform_ on the weight, uniform_ on the bias
-        torch.empty(weight_shape).uniform_(generator=gen)
-        torch.empty(weight_shape[0]).uniform_(generator=gen)
+        torch.empty(weight_shape, device=_CPU).uniform_(generator=gen)
+        torch.empty(weight_shape[0], device=_CPU).uniform_(generator=gen)
 
     if kind == "after_rand_noise":
-        torch.empty(6561, 80).normal_(generator=gen)  # flow.input_embedding
+        torch.empty(6561, 80, device=_CPU).normal_(generator=gen)  # flow.input_embedding
         linear_or_conv(80, 192)  # flow.spk_embed_affine_layer
         linear_or_conv(512, 80, 4)  # hift.f0_predictor.condnet.0 (built before HiFT: a YAML argument)
         for _ in range(4):
@@ -74,12 +77,12 @@ def _draw_module_inits(gen: torch.Generator, kind: str) -> None:
 def _skip_uniform(gen: torch.Generator, count: int) -> None:
     while count > 0:
         n = min(count, _CHUNK)
-        torch.empty(n).uniform_(generator=gen)
+        torch.empty(n, device=_CPU).uniform_(generator=gen)
         count -= n
 
 
 def _seeded() -> torch.Generator:
-    return torch.Generator(device="cpu").manual_seed(SEED)
+    return torch.Generator(device=_CPU).manual_seed(SEED)
 
 
 def flow_noise() -> torch.Tensor:
@@ -87,7 +90,7 @@ def flow_noise() -> torch.Tensor:
     global _flow_noise
     with _lock:
         if _flow_noise is None:
-            _flow_noise = torch.randn([1, FLOW_NOISE_CHANNELS, FLOW_NOISE_FRAMES], generator=_seeded())
+            _flow_noise = torch.randn([1, FLOW_NOISE_CHANNELS, FLOW_NOISE_FRAMES], generator=_seeded(), device=_CPU)
         return _flow_noise
 
 
@@ -97,9 +100,9 @@ def rand_ini() -> torch.Tensor:
     with _lock:
         if _rand_ini is None:
             gen = _seeded()
-            torch.randn([1, FLOW_NOISE_CHANNELS, FLOW_NOISE_FRAMES], generator=gen)
+            torch.randn([1, FLOW_NOISE_CHANNELS, FLOW_NOISE_FRAMES], generator=gen, device=_CPU)
             _draw_module_inits(gen, "after_rand_noise")
-            ini = torch.rand(1, HIFT_HARMONICS, generator=gen)
+            ini = torch.rand(1, HIFT_HARMONICS, generator=gen, device=_CPU)
             ini[:, 0] = 0
             _rand_ini = ini
         return _rand_ini.clone()  # tiny: a private copy
@@ -123,10 +126,10 @@ def sine_waves(max_seconds: float = HIFT_NOISE_SECONDS) -> torch.Tensor:
     with _lock:
         if _sine_waves is None or _sine_waves.shape[1] < n:
             gen = _seeded()
-            torch.randn([1, FLOW_NOISE_CHANNELS, FLOW_NOISE_FRAMES], generator=gen)
+            torch.randn([1, FLOW_NOISE_CHANNELS, FLOW_NOISE_FRAMES], generator=gen, device=_CPU)
             _draw_module_inits(gen, "after_rand_noise")
-            torch.rand(1, HIFT_HARMONICS, generator=gen)  # rand_ini
-            _sine_waves = torch.rand(1, n, HIFT_HARMONICS, generator=gen)
+            torch.rand(1, HIFT_HARMONICS, generator=gen, device=_CPU)  # rand_ini
+            _sine_waves = torch.rand(1, n, HIFT_HARMONICS, generator=gen, device=_CPU)
         return _sine_waves[:, :n]
 
 
@@ -141,10 +144,10 @@ def uv(max_seconds: float = HIFT_NOISE_SECONDS) -> torch.Tensor:
     with _lock:
         if _uv is None or _uv.shape[1] < n:
             gen = _seeded()
-            torch.randn([1, FLOW_NOISE_CHANNELS, FLOW_NOISE_FRAMES], generator=gen)
+            torch.randn([1, FLOW_NOISE_CHANNELS, FLOW_NOISE_FRAMES], generator=gen, device=_CPU)
             _draw_module_inits(gen, "after_rand_noise")
-            torch.rand(1, HIFT_HARMONICS, generator=gen)  # rand_ini
+            torch.rand(1, HIFT_HARMONICS, generator=gen, device=_CPU)  # rand_ini
             _skip_uniform(gen, HIFT_NOISE_SAMPLES * HIFT_HARMONICS)  # sine_waves
             _draw_module_inits(gen, "after_sine_waves")
-            _uv = torch.rand(1, n, 1, generator=gen)
+            _uv = torch.rand(1, n, 1, generator=gen, device=_CPU)
         return _uv[:, :n]

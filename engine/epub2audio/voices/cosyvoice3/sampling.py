@@ -112,7 +112,7 @@ def sample_token(
     `ignore_eos` is upstream's name. It masks only id 6561 (see the module docstring). The
     caller's `logp` is not modified.
     """
-    scores = torch.as_tensor(logp).detach().to("cpu", torch.float32, copy=True)
+    scores = torch.as_tensor(logp, device="cpu").detach().to("cpu", torch.float32, copy=True)
     if scores.dim() != 1 or scores.shape[0] <= SOS_ID:
         raise ValueError(f"logp must be a 1-D vector over the speech vocabulary, got shape {list(scores.shape)}")
     if ignore_eos:

@@ -1,4 +1,4 @@
-"""The CosyVoice3 voice: zero-shot cloning of a saved voice profile, in PyTorch fp32 on CPU.
+"""The CosyVoice3 voice: zero-shot cloning of a saved voice profile, in PyTorch (fp32 reference).
 
     text --Qwen2 BPE--> ids --LLM + RAS sampling (seeded)--> speech tokens --silence cap-->
     --flow (DiT, fixed noise)--> mel --HiFT--> 24 kHz float --> int16 PCM
@@ -7,6 +7,10 @@ LLM backend and precision: `load(..., llm_backend="auto"|"mlx"|"onnx"|"torch", l
 `backends.py` for the rule, the precisions and how `info.backend` / `info.precision` record what
 actually ran ("torch" / "fp32" for the all-torch fp32 reference; e.g. "mlx+torch" and
 "llm=int4,flow=fp32,hift=fp32" otherwise). Every backend feeds the same host sampler.
+
+Devices: `load(..., device="auto"|"cpu"|"cuda"|"mps", device_llm=..., device_flow=..., device_hift=...)`;
+see `devices.py` for the rule. The stages' devices, read back from the built modules, end the
+model id ("@cuda", "@llm=metal,flow=mps,hift=cpu"; nothing when all run on the CPU).
 
 Determinism: the only random draws are the LLM sampler's, from a ``torch.Generator`` seeded with
 the segment's seed and created per call; the flow and the vocoder draw nothing (their "noise" is
@@ -35,15 +39,17 @@ from epub2audio.voices.base import VoiceInfo
 from . import frontend
 from .backends import SpeechLM, build_llm, describe_pipeline, torch_module_precision
 from .checkpoint import load_checkpoint
+from .devices import Placement, describe_devices, exact_fp32_on_cuda, place_stages
 from .flow import load_flow
 from .flow_fast import flow_precision as flow_precision_of
 from .generate import filter_silent_tokens, generate_speech_tokens
-from .hift import load_hift
+from .hift import load_hift, set_hift_dtype
 from .profile import Profile, load_profile
 
 SAMPLE_RATE = 24000
 SILENCE_SECONDS = 0.2  # what a segment that yields no speech tokens becomes
 DEFAULT_MAX_TOKENS_PER_SEGMENT = 25 * 60  # one minute of speech (upstream caps at 20 tokens per text token)
+HIFT_PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def pcm16(wave: torch.Tensor | np.ndarray) -> bytes:
@@ -94,7 +100,12 @@ class CosyVoice3Voice:
         llm_backend: str = "auto",
         llm_precision: str = "fp32",
         flow_precision: str = "fp32",
+        hift_precision: str = "fp32",
         threads: int | None = None,
+        device: str = "auto",
+        device_llm: str | None = None,
+        device_flow: str | None = None,
+        device_hift: str | None = None,
     ) -> "CosyVoice3Voice":
         """Load weights (memory-mapped) and a saved profile. Needs no ONNX model.
 
@@ -104,7 +115,9 @@ class CosyVoice3Voice:
         llm_backend "onnx" (ONNX Runtime on the CPU) runs at "fp32", "int8" or "int4"; its graph is
         exported once per model and precision into the cache dir (see llm_onnx).
         flow_precision: "fp32" (the faithful torch flow), "onnx-fp32" (same math on ONNX Runtime,
-        within ~1e-5), "int8" (torch dynamic int8), "onnx-int8"; see flow_fast.
+        within ~1e-5), "int8" (torch dynamic int8), "onnx-int8", "bf16", "fp16" (for GPUs); see flow_fast.
+        hift_precision: "fp32" (reference), "bf16", "fp16" (the f0 predictor stays float64).
+        device, device_llm/_flow/_hift: where the stages run; see devices.py.
         threads: intra-op threads of the ONNX sessions (default: torch's current count, which
         the worker sets to its budget).
         """
@@ -115,17 +128,30 @@ class CosyVoice3Voice:
                 f"voice profile {Path(profile_dir).name!r} was made with model {profile.model_id}, "
                 f"not {ckpt.model_id}; re-create the profile with this model"
             )
+        if hift_precision not in HIFT_PRECISIONS:
+            raise ValueError(f"HiFT precision must be one of {', '.join(HIFT_PRECISIONS)}; got {hift_precision!r}")
+        place: Placement = place_stages(
+            device, {"llm": device_llm, "flow": device_flow, "hift": device_hift},
+            llm_backend=llm_backend, llm_precision=llm_precision, flow_precision=flow_precision,
+        )  # fmt: skip
+        if "cuda" in (place.llm, place.flow, place.hift):
+            exact_fp32_on_cuda()
         tokenizer = frontend.load_text_tokenizer(ckpt.paths.blank_en)
-        llm = build_llm(ckpt, llm_backend, llm_precision, threads=threads)  # frees ckpt's torch LLM tensors
+        # frees ckpt's torch LLM tensors
+        llm = build_llm(ckpt, place.llm_backend, llm_precision, threads=threads, device=place.llm)
         flow = load_flow(ckpt.flow_state_dict)
         if flow_precision != "fp32":
             from .flow_fast import apply_flow_precision
 
             apply_flow_precision(flow, flow_precision, ckpt.model_id, threads=threads)
+        flow.to(place.flow)
         # HiFT renders only the generated tokens (2 frames = 0.04 s each), so a per-segment token cap
         # bounds its fixed noise buffer too (36 kB per second; 300 s = upstream's full buffer)
         seconds = 300.0 if max_tokens_per_segment is None else min(300.0, max_tokens_per_segment / 25 + 1)
         hift = load_hift(ckpt.hift_state_dict, max_seconds=seconds)
+        if hift_precision != "fp32":
+            set_hift_dtype(hift, HIFT_PRECISIONS[hift_precision])
+        hift.to(place.hift)
 
         vocab = llm.args.vocab_size
         if int(profile.prompt_text_ids.max(initial=0)) >= vocab or len(tokenizer) > vocab:
@@ -143,7 +169,11 @@ class CosyVoice3Voice:
             ("flow", *flow_precision_of(flow)),  # read back from the estimator's type / modules
             ("hift", "torch", torch_module_precision(hift)),
         ])  # fmt: skip
+        devices = {"llm": getattr(llm, "device", "cpu"), "flow": flow.input_embedding.weight.device.type,
+                   "hift": hift.conv_pre.weight.device.type}
         versions = {"torch": torch.__version__, "epub2audio": epub2audio.__version__}
+        if "cuda" in devices.values():
+            versions["cuda"] = str(torch.version.cuda)
         if llm.backend == "mlx":
             from importlib.metadata import version
 
@@ -158,9 +188,10 @@ class CosyVoice3Voice:
             sample_rate=SAMPLE_RATE,
             backend=backend,
             precision=precision,
-            # Backend and precision change the audio, so they are part of its identity: a job
-            # resumed at another precision renders new segments instead of mixing the two.
-            model_id=f"{ckpt.model_id}+profile-{_profile_digest(profile)}+{backend}:{precision}",
+            # Backend, precision and devices change the audio, so they are part of its identity: a
+            # job resumed at another precision or on another device renders new segments instead
+            # of mixing the two.
+            model_id=f"{ckpt.model_id}+profile-{_profile_digest(profile)}+{backend}:{precision}{describe_devices(devices)}",
             versions=versions,
         )
         return cls(
@@ -188,17 +219,18 @@ class CosyVoice3Voice:
         return filter_silent_tokens(tokens)
 
     def render(self, tokens: list[int]) -> torch.Tensor:
-        """Flow + HiFT: speech tokens -> float waveform [1, 480 * 2 * len(tokens)] (deterministic)."""
+        """Flow + HiFT: speech tokens -> float waveform [1, 480 * 2 * len(tokens)] on the CPU
+        (deterministic). Inputs are made on the host; each stage moves them to its device."""
         p = self.profile
         with torch.inference_mode():
             mel = self.flow.inference(
-                torch.tensor([tokens], dtype=torch.long),
+                torch.tensor([tokens], dtype=torch.long, device="cpu"),
                 torch.from_numpy(p.speech_tokens[None]).long(),
                 torch.from_numpy(np.ascontiguousarray(p.mel[None], dtype=np.float32)),
                 torch.from_numpy(np.ascontiguousarray(p.embedding[None], dtype=np.float32)),
             )
             with _one_thread():
-                return self.hift.inference(mel)
+                return self.hift.inference(mel).cpu()
 
     def synthesize(self, text: str, seed: int) -> bytes:
         """Mono int16 little-endian PCM at 24 kHz. No speech tokens -> 0.2 s of silence."""

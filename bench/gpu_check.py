@@ -1,0 +1,344 @@
+"""CosyVoice3 on a GPU: per-stage speed and deviation from the CPU, in one short run.
+
+    PYTHONPATH=engine python3 bench/gpu_check.py --out gpu.json             # on a CUDA machine
+    PYTHONPATH=engine python3 bench/gpu_check.py --small --device cpu --out x.json   # dry run anywhere
+
+Full-size random weights (Qwen2-0.5B LLM + speech head, 22-block DiT, HiFT), drawn on the device
+itself. Work: ~10 s of speech (250 speech tokens) after a ~6 s prompt (150 tokens). RTF = stage
+seconds / 10 s. It reports, for the device against the CPU (fp32 both):
+  * LLM: prefill + 250-token decode RTF; the CPU's from its prefill and 30 decode steps;
+    teacher-forced log-prob differences (device fp32 vs CPU fp32; device bf16 / fp16 vs fp32);
+    how many sampled tokens agree with the same seed.
+  * flow: RTF at fp32 / bf16 / fp16 (and fp32 with TF32 allowed, for the record); mel max and
+    relative differences; the CPU does one flow call.
+  * HiFT: RTF on the device and on the CPU at 1 thread (as the voice runs it) and at all cores;
+    waveform max difference and SNR; which is faster (devices.py's auto placement).
+  * the whole CosyVoice3Voice on the device (LLM + flow + HiFT through voice.py).
+Imports only torch, numpy and the engine (no frontend audio libraries). Each section is written to
+--out as soon as it is done, so a run cut short still leaves its figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "engine"))
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from epub2audio.voices.cosyvoice3.backends import TorchSpeechLM, build_torch_llm  # noqa: E402
+from epub2audio.voices.cosyvoice3.devices import exact_fp32_on_cuda  # noqa: E402
+from epub2audio.voices.cosyvoice3.flow import FlowArgs, load_flow, set_flow_dtype  # noqa: E402
+from epub2audio.voices.cosyvoice3.generate import decode_speech_tokens  # noqa: E402
+from epub2audio.voices.cosyvoice3.hift import HiFTArgs, load_hift, set_hift_dtype  # noqa: E402
+from epub2audio.voices.cosyvoice3.llm import CosyVoice3LM, LLMArgs  # noqa: E402
+from tests.cosyvoice3.random_weights import (random_flow_state_dict, random_hift_state_dict,  # noqa: E402
+                                             random_llm_state_dict, tiny_flow_args, tiny_hift_args,
+                                             tiny_qwen2_config)
+
+SECONDS = 10.0
+HALVES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class Report:
+    def __init__(self, path: Path) -> None:
+        self.path, self.data, self.started = path, {}, time.perf_counter()
+
+    def put(self, section: str, values: dict) -> None:
+        self.data[section] = values
+        self.data["elapsed_s"] = round(time.perf_counter() - self.started, 1)
+        self.path.write_text(json.dumps(self.data, indent=2))
+        print(f"[{self.data['elapsed_s']:6.1f} s] {section}: {json.dumps(values)}", flush=True)
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(device: str, fn):
+    sync(device)
+    t = time.perf_counter()
+    out = fn()
+    sync(device)
+    return out, time.perf_counter() - t
+
+
+def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.double().cpu(), b.double().cpu()
+    return float((a - b).norm() / b.norm())
+
+
+def max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a.double().cpu() - b.double().cpu()).abs().max())
+
+
+def snr_db(x: torch.Tensor, ref: torch.Tensor) -> float:
+    x, ref = x.double().cpu(), ref.double().cpu()
+    noise = (x - ref).pow(2).sum()
+    return float("inf") if noise == 0 else float(10 * torch.log10(ref.pow(2).sum() / noise))
+
+
+def r4(x: float) -> float:
+    return float(f"{x:.4g}")
+
+
+# ----------------------------------------------------------------------------------------- LLM
+
+
+def llm_config(small: bool) -> dict:
+    if small:
+        return tiny_qwen2_config()
+    from bench.fullsize import full_size_qwen_config
+
+    return full_size_qwen_config()
+
+
+def llm_state(config: dict, device: str) -> dict:
+    sd = random_llm_state_dict(LLMArgs.from_config(config), seed=0, device=device)
+    sd["llm_decoder.weight"][6561:] = 0.0  # eos improbable: every run decodes to its cap (as bench/fullsize.py)
+    return sd
+
+
+def decode(lm, text_ids, prompt_tokens, n_tokens, seed=0):
+    """(tokens, prefill seconds, decode seconds) for n_tokens sampled on the host."""
+    device = getattr(lm, "device", "cpu")
+    next_logp = lm.start_decoding(text_ids, prompt_tokens)
+    first, t_prefill = timed(device, lambda: next_logp(None))
+    steps = iter([first])
+
+    def session(token):
+        return next(steps) if token is None else next_logp(token)
+
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    t = time.perf_counter()
+    tokens = decode_speech_tokens(session, len(text_ids), gen, max_tokens=n_tokens, min_token_text_ratio=0,
+                                  max_token_text_ratio=1e9)
+    return tokens, t_prefill, time.perf_counter() - t
+
+
+def teacher_forced_logp(model: CosyVoice3LM, text_ids, prompt_tokens, tokens) -> torch.Tensor:
+    """Log-probs [n + 1, 6761] (fp32, CPU) at every position that predicts a generated token."""
+    with torch.inference_mode():
+        prompt = model.embed_prompt(text_ids, prompt_tokens)
+        speech = model.speech_embedding(torch.tensor(tokens, dtype=torch.long, device=prompt.device))[None]
+        logp = model(torch.cat([prompt, speech], dim=1))[0]
+    return logp[prompt.shape[1] - 1 :].float().cpu()
+
+
+def check_llm(report: Report, device: str, small: bool, n_prompt: int, n_gen: int, cpu_steps: int) -> list[int]:
+    config = llm_config(small)
+    sd_dev, t_build = timed(device, lambda: llm_state(config, device))
+    sd_cpu = {k: v.cpu() for k, v in sd_dev.items()}
+    text_ids = list(range(10, 40))  # 30 text tokens
+    prompt = [int(x) for x in torch.randint(0, 6561, (n_prompt,), generator=torch.Generator().manual_seed(1))]
+
+    dev_lm = TorchSpeechLM(CosyVoice3LM.from_checkpoint(config, dict(sd_dev)))
+    decode(dev_lm, text_ids, prompt, 8)  # warm-up (kernels, allocator)
+    tokens, pre, dec = decode(dev_lm, text_ids, prompt, n_gen)
+    out = {"weights_built_s": r4(t_build), "prompt_tokens": n_prompt, "generated_tokens": len(tokens),
+           f"{device}_fp32": {"prefill_s": r4(pre), "decode_tok_s": r4(len(tokens) / dec), "rtf": r4((pre + dec) / SECONDS)}}
+    ref_dev = teacher_forced_logp(dev_lm.model, text_ids, prompt, tokens)
+
+    cpu_lm = TorchSpeechLM(CosyVoice3LM.from_checkpoint(config, dict(sd_cpu)))
+    cpu_tokens, cpu_pre, cpu_dec = decode(cpu_lm, text_ids, prompt, cpu_steps)
+    per_token = cpu_dec / max(1, len(cpu_tokens))
+    ref_cpu = teacher_forced_logp(cpu_lm.model, text_ids, prompt, tokens)
+    agree = next((i for i, (a, b) in enumerate(zip(tokens, cpu_tokens)) if a != b), min(len(tokens), len(cpu_tokens)))
+    out["cpu_fp32"] = {"threads": torch.get_num_threads(), "prefill_s": r4(cpu_pre), "decode_tok_s": r4(1 / per_token),
+                       "rtf_extrapolated": r4((cpu_pre + per_token * n_gen) / SECONDS), "steps_timed": len(cpu_tokens)}
+    out[f"logp_{device}_fp32_vs_cpu_fp32"] = {
+        "max_abs": r4(max_abs(ref_dev, ref_cpu)), "argmax_agree": r4(float((ref_dev.argmax(-1) == ref_cpu.argmax(-1)).float().mean())),
+        "sampled_tokens_equal_prefix": f"{agree}/{min(len(tokens), len(cpu_tokens))}"}
+    del cpu_lm
+    for name in HALVES:
+        lm = build_torch_llm(config, dict(sd_cpu), name, device)
+        decode(lm, text_ids, prompt, 8)
+        half_tokens, pre, dec = decode(lm, text_ids, prompt, n_gen)
+        logp = teacher_forced_logp(lm.model, text_ids, prompt, tokens)
+        kl = (ref_dev.exp() * (ref_dev - logp)).sum(-1).mean()
+        out[f"{device}_{name}"] = {"prefill_s": r4(pre), "decode_tok_s": r4(len(half_tokens) / dec), "rtf": r4((pre + dec) / SECONDS),
+                                   "logp_max_abs_vs_fp32": r4(max_abs(logp, ref_dev)), "kl_nats_per_step": r4(float(kl)),
+                                   "argmax_agree": r4(float((logp.argmax(-1) == ref_dev.argmax(-1)).float().mean()))}
+        del lm
+    report.put("llm", out)
+    return tokens
+
+
+# ---------------------------------------------------------------------------------------- flow
+
+
+def flow_inputs(tokens: list[int], n_prompt: int):
+    g = torch.Generator(device="cpu").manual_seed(2)
+    return (torch.tensor([tokens], dtype=torch.long), torch.randint(0, 6561, (1, n_prompt), generator=g),
+            torch.randn(1, 2 * n_prompt, 80, generator=g), torch.randn(1, 192, generator=g))
+
+
+def check_flow(report: Report, device: str, small: bool, tokens: list[int], n_prompt: int) -> torch.Tensor:
+    args = tiny_flow_args() if small else FlowArgs()
+    sd_dev, t_build = timed(device, lambda: random_flow_state_dict(args, seed=1, device=device))
+    sd_cpu = {k: v.cpu() for k, v in sd_dev.items()}
+    inputs = flow_inputs(tokens, n_prompt)
+    warm = flow_inputs(tokens[:20], 10)
+    out = {"weights_built_s": r4(t_build), "mel_frames": 2 * (len(tokens) + n_prompt)}
+
+    flow = load_flow(dict(sd_dev))
+    flow.inference(*warm)
+    mel_dev, t = timed(device, lambda: flow.inference(*inputs))
+    out[f"{device}_fp32"] = {"rtf": r4(t / SECONDS)}
+    if device == "cuda":  # what cuDNN / cuBLAS would do by default
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = True
+        flow.inference(*warm)
+        mel_tf32, t = timed(device, lambda: flow.inference(*inputs))
+        exact_fp32_on_cuda()
+        out["cuda_tf32"] = {"rtf": r4(t / SECONDS), "mel_max_abs_vs_fp32": r4(max_abs(mel_tf32, mel_dev)),
+                            "mel_rel_l2_vs_fp32": r4(rel(mel_tf32, mel_dev))}
+    del flow
+
+    cpu_flow = load_flow(dict(sd_cpu))
+    mel_cpu, t = timed("cpu", lambda: cpu_flow.inference(*inputs))
+    out["cpu_fp32"] = {"threads": torch.get_num_threads(), "rtf": r4(t / SECONDS)}
+    out[f"mel_{device}_fp32_vs_cpu_fp32"] = {"max_abs": r4(max_abs(mel_dev, mel_cpu)), "rel_l2": r4(rel(mel_dev, mel_cpu)),
+                                             "mel_std": r4(float(mel_cpu.std()))}
+    del cpu_flow
+    for name, dtype in HALVES.items():
+        flow = set_flow_dtype(load_flow(dict(sd_cpu)), dtype).to(device)
+        flow.inference(*warm)
+        mel, t = timed(device, lambda: flow.inference(*inputs))
+        out[f"{device}_{name}"] = {"rtf": r4(t / SECONDS), "mel_max_abs_vs_fp32": r4(max_abs(mel, mel_dev)),
+                                   "mel_rel_l2_vs_fp32": r4(rel(mel, mel_dev))}
+        del flow
+    report.put("flow", out)
+    return mel_cpu
+
+
+# ---------------------------------------------------------------------------------------- HiFT
+
+
+def check_hift(report: Report, device: str, small: bool, mel: torch.Tensor) -> None:
+    args = tiny_hift_args() if small else HiFTArgs()
+    sd = {k: v.cpu() for k, v in random_hift_state_dict(args, seed=2, device=device).items()}
+    seconds = mel.shape[2] / 50 + 1
+    warm = mel[:, :, :50]
+    out = {"audio_s": mel.shape[2] / 50}
+
+    hift = load_hift(dict(sd), max_seconds=seconds).to(device)
+    hift.inference(warm)
+    wave_dev, t_dev = timed(device, lambda: hift.inference(mel))
+    out[f"{device}_fp32"] = {"rtf": r4(t_dev / SECONDS)}
+
+    cpu_hift = load_hift(dict(sd), max_seconds=seconds)
+    cores = torch.get_num_threads()
+    wave_cpu, t_all = timed("cpu", lambda: cpu_hift.inference(mel))
+    torch.set_num_threads(1)  # how voice.py runs HiFT on the CPU (its waveform depends on the thread count)
+    try:
+        wave_cpu1, t_one = timed("cpu", lambda: cpu_hift.inference(mel))
+    finally:
+        torch.set_num_threads(cores)
+    out["cpu_fp32"] = {"rtf_1_thread": r4(t_one / SECONDS), f"rtf_{cores}_threads": r4(t_all / SECONDS)}
+    out[f"wave_{device}_fp32_vs_cpu_fp32"] = {"max_abs": r4(max_abs(wave_dev, wave_cpu1)), "snr_db": r4(snr_db(wave_dev, wave_cpu1)),
+                                              "cpu_1_vs_all_threads_max_abs": r4(max_abs(wave_cpu, wave_cpu1))}
+    f0_dev = hift.f0_predictor(mel.to(device, torch.float64))
+    f0_cpu = cpu_hift.f0_predictor(mel.to(torch.float64))
+    out[f"f0_{device}_vs_cpu_max_abs_hz"] = r4(max_abs(f0_dev, f0_cpu))
+    for name, dtype in HALVES.items():
+        half = set_hift_dtype(load_hift(dict(sd), max_seconds=seconds), dtype).to(device)
+        half.inference(warm)
+        wave, t = timed(device, lambda: half.inference(mel))
+        out[f"{device}_{name}"] = {"rtf": r4(t / SECONDS), "wave_max_abs_vs_fp32": r4(max_abs(wave, wave_dev)),
+                                   "snr_db_vs_fp32": r4(snr_db(wave, wave_dev))}
+    out["faster_for_auto"] = device if t_dev < t_one else "cpu"
+    report.put("hift", out)
+
+
+# ------------------------------------------------------------------------------- whole voice
+
+
+def check_voice(report: Report, device: str, small: bool, n_prompt: int, n_gen: int) -> None:
+    """The CosyVoice3Voice (voice.py's speech_tokens / render / synthesize) with every stage on `device`."""
+    import numpy as np
+
+    from epub2audio.voices.base import VoiceInfo
+    from epub2audio.voices.cosyvoice3.profile import Profile
+    from epub2audio.voices.cosyvoice3.voice import CosyVoice3Voice
+
+    class ByteTokenizer:  # text ids are all the LLM needs; the real BPE is not the point here
+        def encode(self, text: str) -> list[int]:
+            return list(text.encode("utf-8"))
+
+    config = llm_config(small)
+    llm = TorchSpeechLM(CosyVoice3LM.from_checkpoint(config, llm_state(config, device)))
+    flow = load_flow(random_flow_state_dict(tiny_flow_args() if small else FlowArgs(), seed=1, device=device))
+    hift_sd = random_hift_state_dict(tiny_hift_args() if small else HiFTArgs(), seed=2, device=device)
+    hift = load_hift(hift_sd, max_seconds=n_gen / 25 + 1).to(device)  # as voice.load: stft window too
+    rng = np.random.default_rng(0)
+    profile = Profile(
+        name="gpu", transcript="random", prompt_text_ids=rng.integers(0, 500, 30).astype(np.int64),
+        speech_tokens=rng.integers(0, 6561, n_prompt).astype(np.int64),
+        mel=rng.standard_normal((2 * n_prompt, 80)).astype(np.float32),
+        embedding=rng.standard_normal(192).astype(np.float32), wav_sha256="", model_id="random", created="",
+    )  # fmt: skip
+    voice = CosyVoice3Voice(info=VoiceInfo("cosyvoice3:gpu", "gpu", 24000, "torch", "fp32", "random"),
+                            tokenizer=ByteTokenizer(), llm=llm, flow=flow, hift=hift,
+                            profile=profile, max_tokens_per_segment=n_gen)
+    text = "Once upon a time there were three little pigs, and they went out into the world."
+    voice.synthesize(text[:20], seed=0)  # warm-up
+    pcm, t = timed(device, lambda: voice.synthesize(text, seed=1))
+    again = voice.synthesize(text, seed=1)
+    audio = len(pcm) / 2 / 24000
+    report.put("voice", {"devices": {"llm": llm.device, "flow": flow.input_embedding.weight.device.type,
+                                     "hift": hift.conv_pre.weight.device.type},
+                         "audio_s": r4(audio), "rtf": r4(t / audio), "same_bytes_twice": pcm == again})
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--device", default="cuda", help="the accelerator to check (cpu: a dry run)")
+    p.add_argument("--small", action="store_true", help="tiny dims and short sequences (a dry run of the script)")
+    p.add_argument("--only", default="llm,flow,hift,voice")
+    a = p.parse_args()
+    torch.manual_seed(0)
+    report = Report(a.out)
+    env = {"torch": torch.__version__, "python": platform.python_version(), "cpu_threads": torch.get_num_threads(),
+           "cpu_count": os.cpu_count(), "small": a.small}
+    if a.device == "cuda":
+        exact_fp32_on_cuda()
+        env.update({"cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(), "tf32": False})
+    report.put("env", env)
+    n_prompt, n_gen, cpu_steps = (20, 30, 10) if a.small else (150, 250, 30)
+    only = set(a.only.split(","))
+    state = {"tokens": list(range(100, 100 + n_gen)),
+             "mel": torch.randn(1, 80, 2 * n_gen, generator=torch.Generator().manual_seed(0))}
+    sections = {
+        "llm": lambda: state.update(tokens=check_llm(report, a.device, a.small, n_prompt, n_gen, cpu_steps)),
+        "flow": lambda: state.update(mel=check_flow(report, a.device, a.small, state["tokens"], n_prompt)),
+        "hift": lambda: check_hift(report, a.device, a.small, state["mel"]),
+        "voice": lambda: check_voice(report, a.device, a.small, n_prompt, n_gen),
+    }
+    failed = 0
+    for name, run in sections.items():
+        if name in only:
+            try:  # one broken section must not cost the others' figures
+                run()
+            except Exception as error:
+                import traceback
+
+                traceback.print_exc()
+                report.put(name, {"error": f"{type(error).__name__}: {error}"})
+                failed += 1
+            if a.device == "cuda":
+                torch.cuda.empty_cache()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
