@@ -128,16 +128,21 @@ _SYMBOL = _c(r"(?:(?<=\s)|^)(?:[+=±≈÷≤≥<>−])(?=\s)"           # 2 + 2 
              r"|(?<=\d)[×x](?=\d)|\s×\s"                      # 3×4, 3 × 4
              r"|(?<=\w)\+(?![\w+])"                           # 18+, A+
              r"|§§?|¶|∞|‰|(?<=\d)\s?=\s?(?=\d)")              # § 12, 1=1
+_ARTICLE_NUMBER = _c(r"\b[Aa]n?\s[\d.,]+\s?$")
+_NUMBER_UNIT = _c(r"\s?[\d.,]+\s?(?:mm|cm|m|km|in|ft|inches|feet|foot|metres|meters|yards|yd)\b")
 _REPEATED_SIGNS = _c(r"[=+~*_]{3,}")  # ===== rules drawn with characters
 
 
 def _symbol(m) -> str:
     sign = m[0].strip()
-    if sign in ("×", "x"):
-        return " times "
+    if sign in ("×", "x"):  # "a 3 × 4 grid", "3 × 4 m": dimensions are "by"
+        dimension = _ARTICLE_NUMBER.search(m.string, max(0, m.start() - 16), m.start()) \
+            or _NUMBER_UNIT.match(m.string, m.end())
+        return " by " if dimension else " times "
     if sign == "~":
         return "about "
-    return f" {_SYMBOL_WORDS[sign]} "
+    glued = m.start() == 0 or m.string[m.start() - 1] in " ([{\"“‘"  # "(−2" → "(minus 2"
+    return f"{'' if glued else ' '}{_SYMBOL_WORDS[sign]} "
 
 
 def _symbols(text: str) -> str:
@@ -355,8 +360,9 @@ def _counted(m) -> str:
     word = m["word"]
     full = _NUMBERED_ABBREVIATIONS.get(word.rstrip(".").lower())
     if full:  # "Vol. IV" → "Volume four"
-        word = full.upper() if word.rstrip(".").isupper() and len(word) > 2 else (
-            _cap(full) if word[:1].isupper() else full)
+        word = _cap(full) if word[:1].isupper() else full
+    elif word.isupper() and len(word) > 1 and not _prev_word(m.string, m.start()).isupper():
+        word = word.capitalize()  # "ends BOOK I." → "ends Book one." (a shouted run is lowered later)
     return f"{word} {cardinal(roman_value(num))}"
 
 
@@ -404,7 +410,7 @@ _INITIALISMS = frozenset(
     "FBI CIA USA UK EU UN US USSR IBM IOU UFO CEO IQ ID AI AD BCE CE GI IRA ITV MIT UCLA NYPD "
     "LAPD HQ ATM SUV UAE EEC ICU IRS NSA KGB YMCA YWCA SOS ER PTA ASAP RAF USAF OBE MBE KC QC "
     "IMF OECD WTO ANC PLO IDF DOA AWOL EMI RCA AOL EA UEA OU UCL VIA IVF IUD OAP OED UPS BA MA "
-    "CD DC MC MD CV LP EP PA PE RE DIY FAQ".split()) - {"VIA", "RE", "PE", "PA", "MA", "BA", "EA"}
+    "CD DC MC MD CV LP EP PA PE RE DIY FAQ HIV DNA RNA".split()) - {"VIA", "RE", "PE", "PA", "MA", "BA", "EA"}
 # Words that are never spelled: interjections, titles handled elsewhere, typographic stand-ins.
 _NOT_SPELLED = frozenset("HMM HM SHH SH PSST PST BRR BRRR GRR GRRR ZZZ TSK PFFT PHT TCH MM MMM NTH "
                          "MR MRS MS DR ST JR SR LTD MT MSS".split())
@@ -415,6 +421,11 @@ _CAPS_WORD = _c(r"(?<![\w.'’])(?:(?P<word>[A-Z]{2,6}|PhD)(?P<suffix>s|['’]s)
                 r"(?P<dsuffix>s|['’]s)?)(?![\w'’]|\.[A-Za-z])")
 _DOTTED_OK = _c(r"O\.K\.?")
 _LOWER_NEXT = _c(r"\s*(?:[a-z]|[,;:)\d])")
+
+
+def _starts_sentence(text: str, start: int) -> bool:
+    before = text[max(0, start - 8):start].rstrip(_OPENING)
+    return (not before and start <= 8) or before.endswith((".", "!", "?", "…", ":"))
 
 
 def _letters(word: str) -> str:
@@ -431,7 +442,8 @@ def _initialism(m) -> str:
         return m[0]
     word, suffix = m["word"], m["suffix"] or ""
     if word in _SPELL_WORDS:
-        return _SPELL_WORDS[word] + suffix
+        said = _SPELL_WORDS[word]
+        return (_cap(said) if _starts_sentence(m.string, m.start()) else said) + suffix
     if word in _SAID_AS_WORDS or word in _NOT_SPELLED:
         return m[0]
     if word in _INITIALISMS or not (_VOWELS & set(word)) and not _IS_ROMAN.fullmatch(word) \
@@ -509,8 +521,7 @@ def _shouting(text: str) -> str:
         if word == "I" or (not shout and not (word == "A" and shouted)):
             continue
         lower = word.lower()
-        before = text[max(0, t.start() - 8):t.start()].rstrip(_OPENING)
-        if (not before and t.start() - 8 <= 0) or before.endswith((".", "!", "?", "…", ":")):
+        if _starts_sentence(text, t.start()):
             lower = _cap(lower)
         out.append(text[pos:t.start()])
         out.append(lower)
