@@ -24,17 +24,20 @@ SUSPECT = {
         r"thought|went|got|heard|found|asked|mean|believe|suppose|remember|read|wrote|tell|told|"
         r"hope|wish|fear|dare|began|cannot|can't|ever|still|only|really|once|took|made|came|"
         r"knew|looked|wanted|want)\b"),
-    "one + pronoun verb": re.compile(r"\b\w+ one (?:have|am|was|had|think|know)\b"),
+    "one + pronoun verb": re.compile(r"\b(?!(?:no|any|some|every|that|this|which|each|the|a|little|one)\b)"
+                                     r"\w+ one (?:have|am|was|had|think|know)\b", re.IGNORECASE),
     "letter read as a numeral": re.compile(r"\b(?:Appendix|Table|Figure|Plate|Section|Class|Type) "
                                            r"(?:one hundred|five hundred|fifty|one thousand)\b"),
     "digit left over": re.compile(r"\d"),
     "symbol left over": re.compile(r"[+=×±§−%°£$€]"),
 }
+# The pronoun: every "I" standing alone in running text must still be there after normalising.
+PRONOUN = re.compile(r"(?<![\w.’'])I(?![\w’'.]|\.\w)")
 
 
 def main(paths: list[str]) -> None:
-    counts = {name: 0 for name in SUSPECT}
-    examples: dict[str, list[str]] = {name: [] for name in SUSPECT}
+    counts = {name: 0 for name in SUSPECT} | {"pronoun I lost": 0}
+    examples: dict[str, list[str]] = {name: [] for name in counts}
     chars, seconds = 0, 0.0
     for path in paths:
         try:
@@ -50,12 +53,17 @@ def main(paths: list[str]) -> None:
                 spoken = normalize(paragraph, book.language, heading=chapter.kind(i) == "heading")
                 seconds += time.perf_counter() - start
                 chars += len(paragraph)
+                lost = len(PRONOUN.findall(paragraph)) - len(PRONOUN.findall(spoken))
+                if lost > 0 and chapter.kind(i) != "heading":
+                    counts["pronoun I lost"] += lost
+                    if len(examples["pronoun I lost"]) < 8:
+                        examples["pronoun I lost"].append(f"{paragraph[:70]} → {spoken[:70]}")
                 for name, pattern in SUSPECT.items():
                     for m in pattern.finditer(spoken):
                         counts[name] += 1
                         if len(examples[name]) < 8:
                             examples[name].append(spoken[max(0, m.start() - 40):m.end() + 30])
-    for name in SUSPECT:
+    for name in counts:
         print(f"{counts[name]:6d}  {name}")
         for e in examples[name]:
             print(f"        …{e}…")

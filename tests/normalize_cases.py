@@ -598,6 +598,26 @@ NEW_HEADINGS = [
     ("THE FBI FILES", "The F.B.I files"),
 ]
 
+# Found in the corpus books (our own sentences of the same shape).
+CORPUS_SHAPES = [
+    ("Parts II and III.", "Parts two and three."),
+    ("Chapters IV to VI", "Chapters four to six"),
+    ("Books II and I went home.", "Books two and I went home."),
+    ("the MSS. give another reading", "the manuscripts give another reading"),
+    ("an old MS of the poem", "an old manuscript of the poem"),
+    ("the wind blew from the S.E. for days", "the wind blew from the south-east for days"),
+    ("It lay to the N.W. Then they left.", "It lay to the north-west. Then they left."),
+    ("sailing NNE", "sailing north-north-east"),
+    ("4TH SAILOR", "Fourth sailor", "fourth sailor"),
+    ("(I.E. even in life)", "(that is even in life)"),
+    ("IBID.", "Ibidem.", "ibidem."),
+    ("The kinds: II. The Larger. III. The Smaller.", "The kinds: Two. The Larger. Three. The Smaller."),
+    ("II. Royal Administration.", "Two. Royal Administration."),
+    ("Compare Part I, l. 37.", "Compare Part one, line thirty-seven."),
+    ("Froude, Vol. I, ch. iv", "Froude, Volume one, chapter four"),
+    ("at one o'clock P.M. of that day", "at one o'clock P.M of that day", "at one o'clock p.m. of that day"),
+]
+
 CATEGORIES = {
     "cardinal": CARDINALS, "ordinal": ORDINALS, "year": YEARS, "decade": DECADES, "date": DATES,
     "time": TIMES, "currency": CURRENCY, "percent": PERCENT, "roman": ROMAN,
@@ -606,6 +626,7 @@ CATEGORIES = {
     "24-hour time": HOURS_24, "dotted time": DOT_TIMES, "range": RANGES, "title": TITLES,
     "old money": OLD_MONEY, "feet and inches": FEET_AND_INCHES,
     "measure as adjective": MEASURES_AS_ADJECTIVES, "letter or numeral": LETTERS_AND_NUMERALS,
-    "pronoun I": PRONOUN_I, "roman heading": ROMAN_HEADINGS, "heading": NEW_HEADINGS,
+    "pronoun I": PRONOUN_I, "corpus shapes": CORPUS_SHAPES, "roman heading": ROMAN_HEADINGS,
+    "heading": NEW_HEADINGS,
 }
 HEADINGS = {"roman heading", "heading"}

@@ -198,7 +198,7 @@ _PHRASES = {
     "c.": "circa", "ca.": "circa", "circ.": "circa", "fl.": "flourished", "b.": "born", "d.": "died",
     "l.": "line", "ll.": "lines",
 }
-_PHRASE = _c(r"&c\.|\b(?:etc\.|e\.\s?g\.|i\.\s?e\.|viz\.|vs\.?(?=\s)|[Cc]f\.|approx\.|ibid\.|et al\.|N\.\s?B\.)"
+_PHRASE = _c(r"&c\.|\b(?:(?i:etc\.|e\.\s?g\.|i\.\s?e\.|viz\.|ibid\.)|vs\.?(?=\s)|[Cc]f\.|approx\.|et al\.|N\.\s?B\.)"
              # c. 1500, ca. 1500; (b. 1850, d. 1900); l. 37, ll. 5-8: only before a number
              r"|(?<![\w.])(?:c|ca|circ|fl|ll|l)\.\s?(?=\d)|(?:(?<=\()|(?<=[,;] ))[bd]\.\s?(?=\d{3,4}\b)")
 _CAN_END = frozenset(["et cetera", "and others", "ibidem"])  # may also end a sentence
@@ -259,7 +259,7 @@ _NUMBERED_WORDS = (
     "Tome|Fytte|Division|Series|Number|War|Vatican|Stanza|Verse|Lecture|Sermon|Essay|Question|Rule"
 )
 _NUMBERED_ABBREVIATIONS = {"chap": "chapter", "vol": "volume", "sect": "section", "fig": "figure",
-                           "art": "article", "pt": "part", "bk": "book"}
+                           "art": "article", "pt": "part", "bk": "book", "ch": "chapter"}
 _NUMBERED_ABBR = "|".join(_NUMBERED_ABBREVIATIONS)
 _REGNAL = (
     "Henry|Edward|George|William|Louis|Charles|James|Richard|Elizabeth|Mary|Philip|Philippe|John|"
@@ -338,9 +338,13 @@ def _is_pronoun_after_name(m) -> bool:
 
 
 # Big alternations are slow in Python's re: match any word before a numeral, then look it up.
-_NUMBERED_SET = frozenset(w.lower() for w in _NUMBERED_WORDS.split("|"))
+_NUMBERED_SET = frozenset(w.lower() + plural for w in _NUMBERED_WORDS.split("|") for plural in ("", "s"))
 _REGNAL_SET = frozenset(name.rpartition(" ")[2] for name in _REGNAL.split("|"))  # "Victor Emmanuel II"
-_COUNTED = _c(rf"\b(?P<word>[A-Za-z]+\.?)\s+(?P<num>{ROMAN}|{ROMAN_LOWER})\b(?!['’]\w)")
+_COUNTED = _c(rf"\b(?P<word>[A-Za-z]+\.?)\s+(?P<num>{ROMAN}|{ROMAN_LOWER})\b(?!['’]\w)"
+              rf"(?P<more>(?:\s?(?:,|and|or|to|&|–)\s?(?:{ROMAN})\b(?!['’]\w))*)")  # "Parts II and III"
+_CHAINED = _c(rf"(\s?(?:,|and|or|to|&|–)\s?)({ROMAN})")
+# A numbered label inside a paragraph: "… Porpoise. II. The Algerine Porpoise."
+_LABEL = _c(r"(?:^|(?<=[.!?:] ))(?P<num>[IVXL]{2,})\.(?= [A-Z])")
 _REGNAL_NUMBER = _c(rf"\b(?P<name>[A-Z][a-z]+(?:-[A-Z][a-z]+)?)\s+(?P<num>{ROMAN})\b(?!['’]\w|\.\s?[A-Z]\.)")
 # Names not known as rulers take only II, III, IV, VI … XXXIX ("Rocky II"; not "Malcolm X").
 _OTHER_NUMERAL = _c(r"X{0,3}(?:IX|IV|VI{0,3}|I{2,3})|X{1,3}(?:IX|IV|VI{0,3}|I{1,3})?")
@@ -363,7 +367,17 @@ def _counted(m) -> str:
         word = _cap(full) if word[:1].isupper() else full
     elif word.isupper() and len(word) > 1 and not _prev_word(m.string, m.start()).isupper():
         word = word.capitalize()  # "ends BOOK I." → "ends Book one." (a shouted run is lowered later)
-    return f"{word} {cardinal(roman_value(num))}"
+    return f"{word} {cardinal(roman_value(num))}{_chained(m['more'])}"
+
+
+def _chained(more: str) -> str:
+    out, pos = [], 0
+    for link in _CHAINED.finditer(more):
+        if link[2] == "I":  # "Books II and I went": the pronoun ends the chain
+            break
+        out.append(f"{link[1]}{cardinal(roman_value(link[2]))}")
+        pos = link.end()
+    return "".join(out) + more[pos:]
 
 
 def _regnal(m) -> str:
@@ -386,6 +400,8 @@ def _other_name(m) -> str:
 def _romans(text: str, heading: bool) -> str:
     text = _COUNTED.sub(_counted, text)
     text = _REGNAL_NUMBER.sub(_regnal, text)
+    text = _LABEL.sub(lambda m: _cap(cardinal(roman_value(m["num"]))) + "." if _IS_ROMAN.fullmatch(m["num"])
+                      else m[0], text)
     if heading:
         # The whole heading, or its leading label: "XII", "IV. The Preparation", "iii."
         m = _HEADING_NUMBER.fullmatch(text)
@@ -413,12 +429,12 @@ _INITIALISMS = frozenset(
     "CD DC MC MD CV LP EP PA PE RE DIY FAQ HIV DNA RNA".split()) - {"VIA", "RE", "PE", "PA", "MA", "BA", "EA"}
 # Words that are never spelled: interjections, titles handled elsewhere, typographic stand-ins.
 _NOT_SPELLED = frozenset("HMM HM SHH SH PSST PST BRR BRRR GRR GRRR ZZZ TSK PFFT PHT TCH MM MMM NTH "
-                         "MR MRS MS DR ST JR SR LTD MT MSS".split())
-_SPELL_WORDS = {"OK": "okay", "PhD": "P.H.D", "PhDs": "P.H.Ds"}
+                         "MR MRS DR ST JR SR LTD MT".split())
+_SPELL_WORDS = {"OK": "okay", "PhD": "P.H.D", "PhDs": "P.H.Ds", "MS": "manuscript", "MSS": "manuscripts"}
 _VOWELS = set("AEIOUY")
 # An all-caps word (with a plural s or possessive 's), or a dotted one ("U.S.", "R.S.V.P.").
-_CAPS_WORD = _c(r"(?<![\w.'’])(?:(?P<word>[A-Z]{2,6}|PhD)(?P<suffix>s|['’]s)?|(?P<dotted>(?:[A-Z]\.){2,}[A-Z]?)"
-                r"(?P<dsuffix>s|['’]s)?)(?![\w'’]|\.[A-Za-z])")
+_CAPS_WORD = _c(r"(?<![\w.'’])(?:(?P<word>[A-Z]{2,6}|PhDs?)(?P<suffix>s|['’]s)?|(?P<dotted>(?:[A-Z]\.){2,}[A-Z]?)"
+                r"(?P<dsuffix>s|['’]s)?)(?P<dot>\.(?=\s+[a-z]|\s*[,;)]))?(?![\w'’]|\.[A-Za-z])")
 _DOTTED_OK = _c(r"O\.K\.?")
 _LOWER_NEXT = _c(r"\s*(?:[a-z]|[,;:)\d])")
 
@@ -440,6 +456,7 @@ def _initialism(m) -> str:
         if dotted.endswith(".") and not m["dsuffix"] and _LOWER_NEXT.match(m.string, m.end()):
             return dotted[:-1]  # "the U.S. army": a final period the sentence splitter would end at
         return m[0]
+    # A period before a lower-case word is the abbreviation's ("the MSS. give"): spelled, it goes.
     word, suffix = m["word"], m["suffix"] or ""
     if word in _SPELL_WORDS:
         said = _SPELL_WORDS[word]
@@ -453,7 +470,25 @@ def _initialism(m) -> str:
 
 
 def _initialisms(text: str) -> str:
+    text = _COMPASS.sub(_compass, text)
     return _CAPS_WORD.sub(_initialism, text)
+
+
+# Compass points, dotted or not: "S.E." → "south-east", "NNW" → "north-north-west".
+_POINTS = {"N": "north", "S": "south", "E": "east", "W": "west"}
+_COMPASS_POINTS = frozenset("NE NW SE SW NNE NNW SSE SSW ENE ESE WNW WSW".split())
+_COMPASS = _c(r"(?<![\w.'’])(?P<c>[NSEW]\.?[NSEW]\.?(?:[NSEW]\.?)?)(?![\w'’])")
+
+
+def _compass(m) -> str:
+    letters = m["c"].replace(".", "")
+    if letters not in _COMPASS_POINTS:
+        return m[0]
+    words = "-".join(_POINTS[c] for c in letters[-2:])
+    if len(letters) == 3:
+        words = f"{_POINTS[letters[0]]}-{words}"
+    ends = m["c"].endswith(".") and not _LOWER_NEXT.match(m.string, m.end())
+    return words + ("." if ends else "")
 
 
 # "44 BC", "AD 1066", "c. 500 B.C.E." The era is spelled like any initialism.
@@ -771,7 +806,7 @@ _NUMBERED = [
 _DECADE = _c(r"\b(1[1-9]\d0|20[0-9]0)['’]?s\b")
 _SHORT_DECADE = _c(r"(?:(?<=\s)|^)['’]([1-9]0)['’]?s\b")
 _TENS = _c(r"\b([2-9]0)['’]?s\b")
-_ORDINAL = _c(r"\b(\d{1,3}(?:,\d{3})*|\d+)(st|nd|rd|th)\b")
+_ORDINAL = _c(r"\b(\d{1,3}(?:,\d{3})*|\d+)(?i:st|nd|rd|th)\b")  # 4th, 4TH
 _SPAN = _c(r"(?<![\w.,/-])(?P<a>\d+)\s?[-–]\s?(?P<b>\d+)(?![\w.,/-]\d)")
 _BETWEEN_BEFORE = _c(r"\bbetween\s+$", re.IGNORECASE)
 _YEAR_SHAPE = _c(r"1[1-9]\d\d|20\d\d")
