@@ -28,6 +28,8 @@ Choices, where English allows several readings:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from itertools import islice
 
 from num2words import num2words
 
@@ -37,6 +39,7 @@ _c = re.compile
 # Number words
 
 
+@lru_cache(maxsize=4096)  # num2words is slow; books repeat their numbers
 def cardinal(number: str | int) -> str:
     """'59,265' → 'fifty-nine thousand two hundred and sixty-five'; '3.14' → 'three point one four'."""
     s = str(number).replace(",", "")
@@ -51,10 +54,12 @@ def cardinal(number: str | int) -> str:
     return f"minus {words}" if negative else words
 
 
+@lru_cache(maxsize=4096)
 def ordinal(number: str | int) -> str:
     return num2words(int(str(number).replace(",", "")), to="ordinal").replace(",", "")
 
 
+@lru_cache(maxsize=4096)
 def year(number: str | int) -> str:
     n = int(number)
     if 2000 <= n <= 2009:
@@ -64,6 +69,7 @@ def year(number: str | int) -> str:
     return num2words(n, to="year").replace("oh-", "oh ").replace(",", "")
 
 
+@lru_cache(maxsize=4096)
 def era_year(number: str) -> str:
     """A year before BC/AD: '44' → 'forty-four', '753' → 'seven fifty-three', '500' → 'five hundred'."""
     n = int(number.replace(",", ""))
@@ -108,11 +114,16 @@ def _after_number(m) -> str:
 
 
 def _typography(text: str) -> str:
-    text = _ELLIPSIS.sub("…", text)
+    # Each rule runs only where its character occurs: `in` is far cheaper than a regex scan.
+    if ".." in text or ". ." in text or "……" in text:
+        text = _ELLIPSIS.sub("…", text)
     text = text.replace("\u2044", "/")  # fraction slash
-    text = _DOUBLE_HYPHEN.sub("—", text)
-    text = _FRACTION_AFTER_NUMBER.sub(_after_number, text)
-    return _FRACTION.sub(lambda m: _FRACTIONS[m[0]], text)
+    if "--" in text:
+        text = _DOUBLE_HYPHEN.sub("—", text)
+    if _FRACTION.search(text):
+        text = _FRACTION_AFTER_NUMBER.sub(_after_number, text)
+        text = _FRACTION.sub(lambda m: _FRACTIONS[m[0]], text)
+    return text
 
 
 _SYMBOL_WORDS = {"+": "plus", "=": "equals", "±": "plus or minus", "≈": "approximately",
@@ -130,7 +141,8 @@ _SYMBOL = _c(r"(?:(?<=\s)|^)(?:[+=±≈÷≤≥<>−])(?=\s)"           # 2 + 2 
              r"|§§?|¶|∞|‰|(?<=\d)\s?=\s?(?=\d)")              # § 12, 1=1
 _ARTICLE_NUMBER = _c(r"\b[Aa]n?\s[\d.,]+\s?$")
 _NUMBER_UNIT = _c(r"\s?[\d.,]+\s?(?:mm|cm|m|km|in|ft|inches|feet|foot|metres|meters|yards|yd)\b")
-_REPEATED_SIGNS = _c(r"[=+~*_]{3,}")  # ===== rules drawn with characters
+_REPEATED_SIGNS = _c(r"[=+~*_]{3,}")
+_ANY_SYMBOL = _c(r"[+=±≈÷≤≥<>−~×§¶∞‰*_]|\dx\d")  # ===== rules drawn with characters
 
 
 def _symbol(m) -> str:
@@ -146,23 +158,34 @@ def _symbol(m) -> str:
 
 
 def _symbols(text: str) -> str:
-    text = _REPEATED_SIGNS.sub(" ", text)
-    text = _SLASHES.sub(lambda m: _SPECIAL_SLASHES[m[0]], text)
-    return _SYMBOL.sub(_symbol, text)
+    if "/" in text:
+        text = _SLASHES.sub(lambda m: _SPECIAL_SLASHES[m[0]], text)
+    if _ANY_SYMBOL.search(text):
+        text = _REPEATED_SIGNS.sub(" ", text)
+        text = _SYMBOL.sub(_symbol, text)
+    return text
 
 
-_SPACED_DASH_AT_END = _c(r"\s*[—―]\s*(?=[\"”’»)]|$)")
-_DASH_AT_START = _c(r"(?:^|(?<=[\"“‘«(]))\s*[—―]\s*")
-_DASH = _c(r"\s*[—―]\s*|\s+–\s+")
+# Patterns start with the dash itself (fast to find); the spaces around dashes are dropped first.
+_DASH_ENDING_SPEECH = _c(r"[—―](?=[\"”’»)]|$)")
+_DASH_OPENING = _c(r"[—―](?<![^\"“‘«(][—―])")
+_DASH = _c(r"[—―]")
 _COMMA_BEFORE_STOP = _c(r",\s*([,.;:!?…])")
 
 
 def _dashes(text: str) -> str:
     """Dashes a narrator pauses at become commas; a dash ending speech is a trailing off."""
-    text = _SPACED_DASH_AT_END.sub("…", text)
-    text = _DASH_AT_START.sub("", text)
+    if "—" not in text and "―" not in text and "–" not in text:
+        return text
+    text = " ".join(text.split())
+    for dash in "—―":
+        text = text.replace(" " + dash, dash).replace(dash + " ", dash)
+    text = _DASH_ENDING_SPEECH.sub("…", text)
+    text = _DASH_OPENING.sub("", text)
     text = _DASH.sub(", ", text)
+    text = text.replace(" – ", ", ")  # a spaced en dash used as a dash
     return _COMMA_BEFORE_STOP.sub(r"\1", text)
+
 
 # ----------------------------------------------------------------------------------------------
 # Abbreviations
@@ -177,7 +200,7 @@ _TITLES = {  # before a name
     "MR": "Mister", "MRS": "Missus", "MESSRS": "Messieurs",
 }
 # A title is followed by a name, by "and Mrs." ("Mr. and Mrs. Smith"), or by a name's particle.
-_TITLE = _c(r"\b(?P<abbr>" + "|".join(_TITLES) + r")\b(?:\.\s*|\s+)"
+_TITLE = _c(r"(?P<abbr>[A-Z](?<=\b[A-Z])[A-Za-z]{1,5})\b(?:\.\s*|\s+)"
             r"(?=[A-Z]|(?:and|or|de|du|des|di|da|del|della|van|von|le|la|ten|ter)\b|&|[dl]['’])")
 _AFTER_NAME = {"Jr": "Junior", "Sr": "Senior", "Esq": "Esquire", "Bros": "Brothers",
                "Inc": "Incorporated", "Ltd": "Limited", "Ave": "Avenue", "Rd": "Road",
@@ -198,13 +221,17 @@ _PHRASES = {
     "c.": "circa", "ca.": "circa", "circ.": "circa", "fl.": "flourished", "b.": "born", "d.": "died",
     "l.": "line", "ll.": "lines",
 }
-_PHRASE = _c(r"&c\.|\b(?:(?i:etc\.|e\.\s?g\.|i\.\s?e\.|viz\.|ibid\.)|vs\.?(?=\s)|[Cc]f\.|approx\.|et al\.|N\.\s?B\.)"
-             # c. 1500, ca. 1500; (b. 1850, d. 1900); l. 37, ll. 5-8: only before a number
-             r"|(?<![\w.])(?:c|ca|circ|fl|ll|l)\.\s?(?=\d)|(?:(?<=\()|(?<=[,;] ))[bd]\.\s?(?=\d{3,4}\b)")
+# Each Latin abbreviation is its own pattern that starts with its literal text, run only where that
+# text occurs: Python's re scans for a literal prefix quickly, but tries a leading \b everywhere.
+_LATIN_WRITTEN = ["&c.", "etc.", "Etc.", "ETC.", "e.g.", "e. g.", "E.G.", "i.e.", "i. e.", "I.E.", "viz.",
+                  "Viz.", "cf.", "Cf.", "approx.", "ibid.", "Ibid.", "IBID.", "et al.", "N.B.", "N. B."]
+_LATIN = [(w, _c(re.escape(w) + ("" if w[0] == "&" else rf"(?<=\b{re.escape(w)})"))) for w in _LATIN_WRITTEN]
+_LATIN.append(("vs", _c(r"vs(?<=\bvs)\.?(?=\s)")))
+# c. 1500, ca. 1500; (b. 1850, d. 1900); l. 37, ll. 5-8: only before a number.
+_BEFORE_NUMBER = _c(r"(?<![\w.])(?:c|ca|circ|fl|ll|l)\.\s?(?=\d)|(?:(?<=\()|(?<=[,;] ))[bd]\.\s?(?=\d{3,4}\b)")
 _CAN_END = frozenset(["et cetera", "and others", "ibidem"])  # may also end a sentence
 _NEXT_SENTENCE = _c(r"\s*$|\s+[\"“‘(]?[A-Z]")
-_AMPERSAND = _c(r"&")
-_SAINT_OR_STREET = _c(r"\b(?P<abbr>St|Dr|ST|DR)\b\.?(?=\s|$|[,;:)])")
+_SAINT_OR_STREET = _c(r"(?P<abbr>[SD](?<=\b[SD])[tTrR])\b\.?(?=\s|$|[,;:)])")
 _LAST_WORD = _c(r"(\S+)\s*$")
 _NAME_NEXT = _c(r"\s+[A-Z]")
 _END = _c(r"\s*$")
@@ -219,6 +246,8 @@ def _phrase(m) -> str:
 
 
 def _saint_or_street(m) -> str:
+    if m["abbr"] not in ("St", "Dr", "ST", "DR"):
+        return m[0]
     kind = m["abbr"].capitalize()
     before = m.string[max(0, m.start() - 40):m.start()]  # a bounded look back keeps this linear
     prev = _LAST_WORD.search(before)
@@ -237,11 +266,15 @@ def _after_name(m) -> str:
 
 
 def _abbreviations(text: str) -> str:
-    text = _PHRASE.sub(_phrase, text)
-    text = _AMPERSAND.sub(" and ", text)
+    for written, pattern in _LATIN:
+        if written in text:
+            text = pattern.sub(_phrase, text)
+    text = text.replace("&", " and ")
     text = _SAINT_OR_STREET.sub(_saint_or_street, text)
-    text = _TITLE.sub(lambda m: _TITLES[m["abbr"]] + " ", text)
-    return _AFTER_NAME_ABBR.sub(_after_name, text)
+    text = _TITLE.sub(lambda m: _TITLES[m["abbr"]] + " " if m["abbr"] in _TITLES else m[0], text)
+    if any(f"{abbr}." in text for abbr in _AFTER_NAME):
+        text = _AFTER_NAME_ABBR.sub(_after_name, text)
+    return text
 
 # ----------------------------------------------------------------------------------------------
 # Roman numerals and the pronoun I
@@ -340,14 +373,76 @@ def _is_pronoun_after_name(m) -> bool:
 # Big alternations are slow in Python's re: match any word before a numeral, then look it up.
 _NUMBERED_SET = frozenset(w.lower() + plural for w in _NUMBERED_WORDS.split("|") for plural in ("", "s"))
 _REGNAL_SET = frozenset(name.rpartition(" ")[2] for name in _REGNAL.split("|"))  # "Victor Emmanuel II"
-_COUNTED = _c(rf"\b(?P<word>[A-Za-z]+\.?)\s+(?P<num>{ROMAN}|{ROMAN_LOWER})\b(?!['’]\w)"
+# One scan finds every word that could be a numeral; the word before it says what it is. (Matching
+# "word + numeral" instead would make re try a word at every position: several times slower.)
+_NUMERAL = _c(r"(?P<num>[IVXLCDMivxlcdm](?<![^\s][IVXLCDMivxlcdm])[IVXLCDMivxlcdm]*)\b(?!['’]\w)"
               rf"(?P<more>(?:\s?(?:,|and|or|to|&|–)\s?(?:{ROMAN})\b(?!['’]\w))*)")  # "Parts II and III"
 _CHAINED = _c(rf"(\s?(?:,|and|or|to|&|–)\s?)({ROMAN})")
-# A numbered label inside a paragraph: "… Porpoise. II. The Algerine Porpoise."
-_LABEL = _c(r"(?:^|(?<=[.!?:] ))(?P<num>[IVXL]{2,})\.(?= [A-Z])")
-_REGNAL_NUMBER = _c(rf"\b(?P<name>[A-Z][a-z]+(?:-[A-Z][a-z]+)?)\s+(?P<num>{ROMAN})\b(?!['’]\w|\.\s?[A-Z]\.)")
+_WORD_BEFORE = _c(r"([A-Za-z]+(?:-[A-Z][a-z]+)?\.?)\s+$")
+_NAME = _c(r"[A-Z][a-z]+(?:-[A-Z][a-z]+)?")
+_INITIALS_NEXT = _c(r"\.\s?[A-Z]\.")  # "Louis V. S. Smith": initials, not a numeral
+_LABEL_NEXT = _c(r"\. [A-Z]")
+
+
+class _Hit:
+    """A numeral and the word before it, shaped like the match the readings below take."""
+
+    def __init__(self, m, word: str, start: int, end: int):
+        self.string, self._start, self._end = m.string, start, end
+        self.groups = {"num": m["num"], "more": m["more"], "word": word, "name": word}
+        self.match = m
+
+    def __getitem__(self, key):
+        return self.groups[key] if key else self.string[self._start:self._end]
+
+    def start(self):
+        return self._start
+
+    def end(self):
+        return self._end
+
+
 # Names not known as rulers take only II, III, IV, VI … XXXIX ("Rocky II"; not "Malcolm X").
 _OTHER_NUMERAL = _c(r"X{0,3}(?:IX|IV|VI{0,3}|I{2,3})|X{1,3}(?:IX|IV|VI{0,3}|I{1,3})?")
+def _numeral(m) -> tuple[int, int, str] | None:
+    num = m["num"]
+    if not _IS_ROMAN.fullmatch(num):
+        return None
+    before = m.string[max(0, m.start() - 30):m.start()]
+    w = _WORD_BEFORE.search(before)
+    if w:
+        word, start = w[1], m.start() - (len(before) - w.start())
+        key = word.lower()
+        if key in _NUMBERED_SET or key.rstrip(".") in _NUMBERED_ABBREVIATIONS:
+            hit = _Hit(m, word, start, m.end())
+            said = _counted(hit)
+            return None if said == hit[0] else (start, m.end(), said)
+        if num.isupper() and _NAME.fullmatch(word) and not _INITIALS_NEXT.match(m.string, m.end("num")):
+            hit = _Hit(m, word, start, m.end("num"))
+            said = _regnal(hit)
+            return None if said == hit[0] else (start, m.end("num"), said)
+    if (len(num) >= 2 and num.isupper() and set(num) <= set("IVXL") and _LABEL_NEXT.match(m.string, m.end("num"))
+            and (not before.strip() and m.start() == len(before) or before.rstrip().endswith((".", "!", "?", ":")))):
+        return m.start(), m.end("num"), _cap(cardinal(roman_value(num)))  # "… Porpoise. II. The Algerine"
+    return None
+
+
+def _splice(pattern: re.Pattern, reading, text: str) -> str:
+    """Like pattern.sub, but `reading` may also replace text just before the match (the word a
+    numeral belongs to) and says where its replacement starts and ends, or None to leave it."""
+    out, pos = [], 0
+    for m in pattern.finditer(text):
+        said = reading(m)
+        if said is None or said[0] < pos:
+            continue
+        start, end, words = said
+        out.append(text[pos:start])
+        out.append(words)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
 _HEADING_NUMBER = _c(rf"(?P<num>{ROMAN}|{ROMAN_LOWER})(?P<rest>[.:]?(?:\s.*)?)", re.DOTALL)
 _LONE_NUMBER = _c(r"(?P<num>[IVXL]{2,})\.?")
 
@@ -398,10 +493,7 @@ def _other_name(m) -> str:
 
 
 def _romans(text: str, heading: bool) -> str:
-    text = _COUNTED.sub(_counted, text)
-    text = _REGNAL_NUMBER.sub(_regnal, text)
-    text = _LABEL.sub(lambda m: _cap(cardinal(roman_value(m["num"]))) + "." if _IS_ROMAN.fullmatch(m["num"])
-                      else m[0], text)
+    text = _splice(_NUMERAL, _numeral, text)
     if heading:
         # The whole heading, or its leading label: "XII", "IV. The Preparation", "iii."
         m = _HEADING_NUMBER.fullmatch(text)
@@ -433,8 +525,8 @@ _NOT_SPELLED = frozenset("HMM HM SHH SH PSST PST BRR BRRR GRR GRRR ZZZ TSK PFFT 
 _SPELL_WORDS = {"OK": "okay", "PhD": "P.H.D", "PhDs": "P.H.Ds", "MS": "manuscript", "MSS": "manuscripts"}
 _VOWELS = set("AEIOUY")
 # An all-caps word (with a plural s or possessive 's), or a dotted one ("U.S.", "R.S.V.P.").
-_CAPS_WORD = _c(r"(?<![\w.'’])(?:(?P<word>[A-Z]{2,6}|PhDs?)(?P<suffix>s|['’]s)?|(?P<dotted>(?:[A-Z]\.){2,}[A-Z]?)"
-                r"(?P<dsuffix>s|['’]s)?)(?P<dot>\.(?=\s+[a-z]|\s*[,;)]))?(?![\w'’]|\.[A-Za-z])")
+_CAPS_WORD = _c(r"(?P<first>[A-Z])(?<![\w.'’][A-Z])(?:(?P<rest>[A-Z]{1,5}|hDs?)(?P<suffix>s|['’]s)?"
+                r"|(?P<drest>\.(?:[A-Z]\.)+[A-Z]?)(?P<dsuffix>s|['’]s)?)(?P<dot>\.(?=\s+[a-z]|\s*[,;)]))?(?![\w'’]|\.[A-Za-z])")
 _DOTTED_OK = _c(r"O\.K\.?")
 _LOWER_NEXT = _c(r"\s*(?:[a-z]|[,;:)\d])")
 
@@ -449,15 +541,15 @@ def _letters(word: str) -> str:
 
 
 def _initialism(m) -> str:
-    if m["dotted"]:
-        dotted = m["dotted"]
+    if m["drest"]:
+        dotted = m["first"] + m["drest"]
         if _DOTTED_OK.fullmatch(dotted):
             return "okay" + ("." if dotted.endswith(".") and not _LOWER_NEXT.match(m.string, m.end()) else "")
         if dotted.endswith(".") and not m["dsuffix"] and _LOWER_NEXT.match(m.string, m.end()):
             return dotted[:-1]  # "the U.S. army": a final period the sentence splitter would end at
         return m[0]
     # A period before a lower-case word is the abbreviation's ("the MSS. give"): spelled, it goes.
-    word, suffix = m["word"], m["suffix"] or ""
+    word, suffix = m["first"] + m["rest"], m["suffix"] or ""
     if word in _SPELL_WORDS:
         said = _SPELL_WORDS[word]
         return (_cap(said) if _starts_sentence(m.string, m.start()) else said) + suffix
@@ -477,7 +569,7 @@ def _initialisms(text: str) -> str:
 # Compass points, dotted or not: "S.E." → "south-east", "NNW" → "north-north-west".
 _POINTS = {"N": "north", "S": "south", "E": "east", "W": "west"}
 _COMPASS_POINTS = frozenset("NE NW SE SW NNE NNW SSE SSW ENE ESE WNW WSW".split())
-_COMPASS = _c(r"(?<![\w.'’])(?P<c>[NSEW]\.?[NSEW]\.?(?:[NSEW]\.?)?)(?![\w'’])")
+_COMPASS = _c(r"(?P<c>[NSEW](?<![\w.'’][NSEW])\.?[NSEW]\.?(?:[NSEW]\.?)?)(?![\w'’])")
 
 
 def _compass(m) -> str:
@@ -515,7 +607,10 @@ def _eras(text: str) -> str:
 
 _EXCLUDED_FROM_SHOUTING = _SAID_AS_WORDS | _INITIALISMS | frozenset(["OK", "TV", "GPS", "HIV", "DNA", "RNA"])
 _AMBIGUOUS_CAPS = frozenset(["US", "AD", "ID", "AI", "ER", "IT", "AM", "PM"])  # also plain words
-_CAPS_TOKEN = _c(r"\b[A-Z][A-Z'’]*[A-Z]\b|\b[AI]\b")
+# A capital first keeps the scan fast (a leading \b would make re try every position).
+_CAPS_TOKEN = _c(r"[A-Z](?<=\b[A-Z])(?:[A-Z'’]*[A-Z])?\b")
+_UPPER = _c(r"[A-ZÀ-ÖØ-Þ]")
+_LOWER = _c(r"[a-zß-öø-ÿ]")
 _BETWEEN_SHOUTED = _c(r"[\s,;:.!?\"'“”‘’—-]*")
 _LETTER_WORD = _c(r"[A-Za-z]{2,}")
 _OPENING = " \"'“‘("
@@ -523,12 +618,13 @@ _OPENING = " \"'“‘("
 
 def _shouting(text: str) -> str:
     """SHOUTED words → lower case; acronyms and initialisms stay."""
-    tokens = list(_CAPS_TOKEN.finditer(text))
+    tokens = [t for t in _CAPS_TOKEN.finditer(text) if len(t[0]) > 1 or t[0] in "AI"]
     if not tokens:
         return text
-    letters = [c for c in text if c.isalpha()]
-    all_caps = bool(letters) and sum(c.isupper() for c in letters) / len(letters) > 0.9
-    all_caps = all_caps and len(_LETTER_WORD.findall(text)) >= 2
+    # Mostly capitals (over 90 % of the letters) and at least two words: the whole text shouts.
+    upper = len(_UPPER.findall(text))
+    lower_past_limit = next(islice(_LOWER.finditer(text), upper // 9, None), None)  # stops early
+    all_caps = lower_past_limit is None and len(list(islice(_LETTER_WORD.finditer(text), 2))) == 2
 
     def candidate(word: str) -> bool:
         return word not in _EXCLUDED_FROM_SHOUTING and bool(_VOWELS & set(word)) and len(word) >= 2
@@ -876,9 +972,48 @@ def _years_and_numbers(text: str) -> str:
 
 # ----------------------------------------------------------------------------------------------
 
-_SPACE_BEFORE_STOP = _c(r"\s+([,;:.!?])")
-_DIGIT = _c(r"\d")
-_SPACES = _c(r"\s+")
+
+
+def _number_rules(text: str) -> str:
+    text = _BEFORE_NUMBER.sub(_phrase, text)
+    text = _eras(text)
+    text = _dates(text)
+    text = _times(text)
+    text = _currency(text)
+    text = _percent(text)
+    text = _units(text)
+    text = _numbered(text)
+    return _years_and_numbers(text)
+
+
+_DIGITS = _c(r"\d+")
+_MARGIN = 100  # characters of context every number rule needs around its digits ("the 4th of July 1776")
+
+
+def _around_digits(text: str, rules) -> str:
+    """Apply `rules` only to the stretches of a long text that hold digits, each with a margin of
+    context cut at a space: a long paragraph with few numbers costs little more than one scan."""
+    if len(text) < 20 * _MARGIN:
+        return rules(text) if _DIGITS.search(text) else text
+    out, pos = [], 0
+    windows: list[list[int]] = []
+    for m in _DIGITS.finditer(text):
+        start, end = m.start() - _MARGIN, m.end() + _MARGIN
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = end
+        else:
+            windows.append([start, end])
+    for start, end in windows:
+        cut = max(pos, text.rfind(" ", pos, max(pos, start)) + 1)
+        stop = text.find(" ", min(len(text), end))
+        stop = len(text) if stop < 0 else stop
+        if stop <= pos:
+            continue
+        out.append(text[pos:cut])
+        out.append(rules(text[cut:stop]))
+        pos = stop
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def normalize(text: str, heading: bool = False) -> str:
@@ -887,19 +1022,11 @@ def normalize(text: str, heading: bool = False) -> str:
     text = _romans(text, heading)
     text = _shouting(text)
     text = _abbreviations(text)
-    text = _NAMED_RANGE.sub(_named_range, text)
-    digits = _DIGIT.search(text) is not None  # most paragraphs have none: skip the number rules
-    if digits:
-        text = _eras(text)
-        text = _dates(text)
-        text = _times(text)
-        text = _currency(text)
-        text = _percent(text)
-        text = _units(text)
+    if "–" in text or "-" in text:
+        text = _NAMED_RANGE.sub(_named_range, text)
+    text = _around_digits(text, _number_rules)
     text = _initialisms(text)  # after units: "500 GB" is gigabytes
-    if digits:
-        text = _numbered(text)
-        text = _years_and_numbers(text)
-    text = _dashes(text)
-    text = _SPACE_BEFORE_STOP.sub(r"\1", text)
-    return _SPACES.sub(" ", text).strip()
+    text = " ".join(_dashes(text).split())
+    for stop in ",;:.!?":
+        text = text.replace(" " + stop, stop)
+    return text
