@@ -615,6 +615,10 @@ CORPUS_SHAPES = [
     ("II. Royal Administration.", "Two. Royal Administration."),
     ("Compare Part I, l. 37.", "Compare Part one, line thirty-seven."),
     ("Froude, Vol. I, ch. iv", "Froude, Volume one, chapter four"),
+    ("the N.E.-S.W. line", "the north-east-south-west line"),
+    ("signed S.W.F. Smith", "signed S.W.F. Smith"),
+    ("He died in 44 B.C.; then war.", "He died in forty-four B.C; then war."),
+    ("cloth, gilt edges, 4s. 6d. Third Thousand.", "cloth, gilt edges, four shillings and sixpence. Third Thousand."),
     ("at one o'clock P.M. of that day", "at one o'clock P.M of that day", "at one o'clock p.m. of that day"),
 ]
 

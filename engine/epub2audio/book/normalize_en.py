@@ -569,7 +569,7 @@ def _initialisms(text: str) -> str:
 # Compass points, dotted or not: "S.E." → "south-east", "NNW" → "north-north-west".
 _POINTS = {"N": "north", "S": "south", "E": "east", "W": "west"}
 _COMPASS_POINTS = frozenset("NE NW SE SW NNE NNW SSE SSW ENE ESE WNW WSW".split())
-_COMPASS = _c(r"(?P<c>[NSEW](?<![\w.'’][NSEW])\.?[NSEW]\.?(?:[NSEW]\.?)?)(?![\w'’])")
+_COMPASS = _c(r"(?P<c>[NSEW](?<![\w.'’][NSEW])\.?[NSEW]\.?(?:[NSEW]\.?)?)(?![\w'’]|\.\w)")
 
 
 def _compass(m) -> str:
@@ -579,7 +579,7 @@ def _compass(m) -> str:
     words = "-".join(_POINTS[c] for c in letters[-2:])
     if len(letters) == 3:
         words = f"{_POINTS[letters[0]]}-{words}"
-    ends = m["c"].endswith(".") and not _LOWER_NEXT.match(m.string, m.end())
+    ends = m["c"].endswith(".") and _NEXT_SENTENCE.match(m.string, m.end())
     return words + ("." if ends else "")
 
 
@@ -596,7 +596,7 @@ def _era(m) -> str:
     if m.start("era") < m.start("n"):
         return f"{era} {era_year(m['n'])}"
     # A period after the era may also end the sentence: kept there, dropped mid-sentence.
-    ends = written.endswith(".") and not _LOWER_NEXT.match(m.string, m.end())
+    ends = written.endswith(".") and _NEXT_SENTENCE.match(m.string, m.end())
     return f"{era_year(m['n'])} {era}" + ("." if ends else "")
 
 
