@@ -28,6 +28,14 @@ def test_category(category):
     assert not failed, f"{category}: {passed}/{total} pass ({100 * passed / total:.0f} %)\n" + "\n".join(failed)
 
 
+def test_a_number_too_long_for_num2words_is_read_digit_by_digit():
+    # A hostile book's digit string: int() refuses over 4300 digits and num2words far fewer.
+    spoken = normalize("code " + "12" * 3000 + " ends", "en")
+    assert spoken.split()[:4] == ["code", "one", "two", "one"] and spoken.endswith("one two ends")
+    assert len(spoken.split()) == 6002
+    assert normalize("the 1234567890123456789th", "en").split()[1:4] == ["one", "two", "three"]
+
+
 def test_other_languages_are_only_tidied():
     assert normalize("  Il avait 53 ans  ", "fr") == "Il avait 53 ans"
     assert normalize("第1章", "zh") == "第1章"

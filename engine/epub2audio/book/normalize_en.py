@@ -46,16 +46,28 @@ def cardinal(number: str | int) -> str:
     negative = s.startswith(("-", "−"))
     s = s.lstrip("-−")
     whole, _, frac = s.partition(".")
-    words = num2words(int(whole)) if whole else ""
+    words = (num2words(int(whole)) if len(whole) <= _LONGEST else _digits(whole)) if whole else ""
     if frac:
-        digits = " ".join(num2words(int(d)) for d in frac)
+        digits = _digits(frac)
         words = f"{words} point {digits}".strip() if whole else f"point {digits}"
     words = words.replace(",", "")
     return f"minus {words}" if negative else words
 
 
+_LONGEST = 15  # longer digit strings (serial numbers, a hostile book's million digits) are read digit by digit
+
+
+_DIGIT_WORDS = {str(d): num2words(d) for d in range(10)}
+
+
+def _digits(number: str) -> str:
+    return " ".join(_DIGIT_WORDS[d] for d in number)
+
+
 @lru_cache(maxsize=4096)
 def ordinal(number: str | int) -> str:
+    if len(str(number).replace(",", "")) > _LONGEST:
+        return cardinal(number)
     return num2words(int(str(number).replace(",", "")), to="ordinal").replace(",", "")
 
 
