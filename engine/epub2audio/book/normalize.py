@@ -14,13 +14,11 @@ written side is normalised on its own (it is what voices without phoneme support
 
 from __future__ import annotations
 
-import re
 from typing import Callable
 
 from . import normalize_en
 from .lexicon import MARKUP, OPEN, SEP, protect, restore
 
-_SPACES = re.compile(r"\s+")
 _SILENT = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))  # soft hyphen, zero-widths
 
 LANGUAGES: dict[str, Callable[[str, bool], str]] = {
@@ -30,7 +28,7 @@ LANGUAGES: dict[str, Callable[[str, bool], str]] = {
 
 def _tidy(text: str) -> str:
     text = text.translate(_SILENT)
-    return _SPACES.sub(" ", text).strip()
+    return " ".join(text.split())  # str.split is several times faster than a regex on long text
 
 
 def rules_for(language: str, text: str = "") -> Callable[[str, bool], str] | None:
