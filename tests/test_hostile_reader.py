@@ -170,3 +170,12 @@ def test_svg_cover_with_broken_base64_is_no_cover_not_a_refusal(tmp_path):
                      extra_items={"cover.svg": (svg, "image/svg+xml", "cover-image")})
     book = load_book(path)
     assert book.cover is None and len(book.chapters) == 2
+
+
+def test_comments_and_processing_instructions_in_the_package_are_ignored(tmp_path):
+    """Found by bench/fuzz.py (seed 7, input 6226): ebooklib crashed on a comment in <metadata>."""
+    book = make_epub(tmp_path, {"c1.xhtml": xhtml("<h1>One</h1><p>Words here.</p>", "One")},
+                     nav=[("One", "c1.xhtml")], metadata="<!-- a note --><?pi x?><dc:creator>Ann</dc:creator>")
+    loaded = load_book(book)
+    assert [c.title for c in loaded.chapters] == ["One"]
+    assert loaded.authors == ["Ann"]

@@ -17,6 +17,7 @@ import zlib
 
 from ebooklib import epub
 from ebooklib.utils import parse_string
+from lxml import etree
 
 
 OPF = "{http://www.idpf.org/2007/opf}"
@@ -61,7 +62,9 @@ class PackageReader(epub.EpubReader):
 
     def _load_metadata(self):
         # The first step after ebooklib has parsed the package document into self.container.
-        check_package(self.container.getroot(), self.opf_file)
+        root = self.container.getroot()
+        check_package(root, self.opf_file)
+        _drop_comments(root)
         super()._load_metadata()
 
     def _parse_nav(self, data, base_path, navtype="toc"):
@@ -69,6 +72,21 @@ class PackageReader(epub.EpubReader):
 
     def _parse_ncx(self, data):
         pass  # likewise the NCX
+
+
+def _drop_comments(root) -> None:
+    """ebooklib reads every child's .tag as a string: a comment or processing instruction in the
+    package (whose .tag is a function) would crash it."""
+    for node in list(root.iter(etree.Comment, etree.ProcessingInstruction)):
+        parent = node.getparent()
+        if parent is not None:
+            if node.tail:  # keep the text that followed it
+                prev = node.getprevious()
+                if prev is not None:
+                    prev.tail = (prev.tail or "") + node.tail
+                else:
+                    parent.text = (parent.text or "") + node.tail
+            parent.remove(node)
 
 
 def read_package(file) -> epub.EpubBook:
