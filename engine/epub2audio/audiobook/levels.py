@@ -17,7 +17,9 @@ sine. Measuring suits all of them, and voices to come, with no calibration to go
    much of the loudness it takes far more. So one more pass measures the limited loudness at g,
    g + 3, ... g + 12 dB (branches of one filter graph) and we take the gain where that curve
    crosses the target, interpolating linearly between the points.
-Both passes stream like the encode (flat memory); together they take about a tenth of its time.
+Both passes stream like the encode (flat memory). They cost about a third of the encode's CPU time
+(Moby-Dick chapter 2, 9 min: 0.4 s raw, 2.4 s through five limiters, 8.4 s to encode); the tone
+voice, which never reaches the limiter, needs only the first.
 
 The gain is applied in double precision before the limiter, so peaks it lifts past full scale are
 not clipped: the limiter sees the true waveform and brings it under its ceiling.
