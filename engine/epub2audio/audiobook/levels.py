@@ -36,9 +36,10 @@ from dataclasses import dataclass
 
 TARGET_LUFS = -19.0
 
-# Sample peaks leave the limiter at -5 dBFS at most. AAC at 64 kb/s overshoots on speech onsets by
-# 0.5-0.9 dB in our measurements (1.0 dB at worst over several frame alignments), so the decoded
-# M4B stays near -4 dBTP: a dB of margin under -3 dBTP for a long book's thousands of onsets.
+# Sample peaks leave the limiter at -5 dBFS at most. AAC at 64 kb/s overshoots them by 0.7-1.5 dB on
+# limited Piper speech (1.6 dB on full-scale clicks), so decoded M4Bs measured -3.4 to -4.3 dBTP.
+# A lower ceiling does not buy margin: it needs more gain into the limiter, and the overshoot grows
+# with it (-5.5 dBFS: -3.9 dBTP worst; -6 dBFS: -3.6 dBTP, same three books).
 # `latency=true` is essential: without it alimiter delays the audio by its look-ahead (attack, 5 ms)
 # and drops the last 5 ms, which would shift every chapter mark; with it the output is sample-aligned
 # and exactly as long as the input (tests/test_m4b.py). `level=false` stops alimiter from scaling its
