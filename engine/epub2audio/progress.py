@@ -101,7 +101,8 @@ class TextProgress(Progress):
         elif event == "done":
             self.close()
             minutes = f["duration_seconds"] / 60
-            self._say(f"Wrote {f['output']} ({minutes:.1f} min, {f['chapters']} chapters)")
+            chapters = f"{f['chapters']} chapter" + ("s" if f["chapters"] != 1 else "")
+            self._say(f"Wrote {f['output']} ({minutes:.1f} min, {chapters})")
 
     def close(self) -> None:
         if self.bar is not None:
