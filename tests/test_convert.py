@@ -45,7 +45,8 @@ def test_sample_book_becomes_a_tagged_m4b_with_chapters(tmp_path):
     assert mp4.tags["stik"] == [2]
     with zipfile.ZipFile(SAMPLE) as z:
         assert bytes(mp4.tags["covr"][0]) == z.read("OEBPS/cover.png")
-    assert m4b_probe.loudness(out).true_peak_dbtp <= -1.0
+    level = m4b_probe.loudness(out)  # the documented target: -19 LUFS within 1 LU, true peak <= -3 dBTP
+    assert -20.0 <= level.integrated_lufs <= -18.0 and level.true_peak_dbtp <= -3.0, level
     assert sorted(p.name for p in tmp_path.iterdir()) == ["aesop.m4b", "cache"]
     done = run.events("done")[0]
     assert (done["chapters"], done["segments_rendered"]) == (4, 20)
@@ -111,6 +112,39 @@ def test_bad_options_exit_2(tmp_path):
     run = epub2audio(SAMPLE, "--voice", "nobody")
     assert run.code == 2 and "unknown voice 'nobody'" in run.stderr
     assert not list(tmp_path.glob("*.m4b"))
+
+
+def test_milestone_lines_when_not_on_a_terminal_and_pure_json_with_progress_json(tmp_path):
+    out = tmp_path / "aesop.m4b"
+    run = epub2audio(SAMPLE, "-o", out, "--voice", "tone")  # stdout and stderr are pipes here
+    assert run.code == 0, run.stderr
+    assert run.stdout == ""
+    assert run.stderr.splitlines() == [
+        "Voice: Test tone (python, int16, 16000 Hz)",
+        "Three Fables of Aesop: 4 chapters, 20 segments, 1,824 characters, about 2:06 of audio",
+        "Read chapter 1 (1 of 4): Three Fables of Aesop",
+        "Read chapter 2 (2 of 4): The Fox and the Grapes",
+        "Read chapter 3 (3 of 4): The Hare and the Tortoise",
+        "Read chapter 4 (4 of 4): The North Wind and the Sun",
+        "Assembling the M4B…",
+        "Checking the M4B…",
+        "Check passed: text coverage 100.0%",
+        f"Wrote {out} (2.6 min, 4 chapters)",
+    ]
+    # Again, all segments now stored, with --progress json: stdout is JSON events only, stderr silent.
+    run = epub2audio(SAMPLE, "-o", out, "--voice", "tone", "--progress", "json")
+    assert run.code == 0 and run.stderr == ""
+    events = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [e["event"] for e in events] == ["voice", "book", "plan", "stage", "stage", "stage", "verify", "done"]
+    assert (events[2]["cached"], events[2]["to_render"]) == (20, 0)
+    assert run.events("done")[0]["output"] == str(out)
+
+
+def test_progress_none_prints_nothing(tmp_path):
+    out = tmp_path / "fox.m4b"
+    run = epub2audio(SAMPLE, "-o", out, "--voice", "tone", "--chapters", "2", "--no-verify", "--progress", "none")
+    assert (run.code, run.stdout, run.stderr) == (0, "", "")
+    assert out.is_file()
 
 
 def test_json_mode_reports_errors_as_an_event(tmp_path, corpus):

@@ -1,4 +1,4 @@
-"""M4B assembly: chapters, tags, cover, peaks, exact length, and never a partial file.
+"""M4B assembly: chapters, tags, cover, levels, exact length, and never a partial file.
 
 A few seconds of synthetic audio at 22.05 kHz, encoded once per module (plus a few small extra
 encodes), read back with ffprobe (Debian 5.1, an independent build), mutagen and a box walker.
@@ -26,11 +26,11 @@ from epub2audio.audiobook import (
     tags_for_book,
     write_m4b,
 )
+from epub2audio.audiobook import levels
 from epub2audio.audiobook import m4b as m4b_module
 from epub2audio.book import Book, Cover
 
 SR = 22050
-LIMITER_GAIN = 10 ** (2.5 / 20)  # the +2.5 dB after the limiter in LIMITER_FILTER
 
 needs_ffprobe = pytest.mark.skipif(not probe.have_ffprobe(), reason="ffprobe (Debian ffmpeg) not installed")
 
@@ -184,7 +184,8 @@ def test_decoded_audio_has_exact_length_and_no_delay(book):
     decoded = probe.decode_pcm(book.path)  # ffmpeg 9 applies the edit list exactly
     assert len(decoded) == book.total
     # The noise part must come out at the same sample offset it went in (alimiter without
-    # latency=true shifts everything by 110 samples), with only the limiter's +2.5 dB gain.
+    # latency=true shifts everything by 110 samples), with only the book's gain (it stays under
+    # the limiter's ceiling).
     ref = book.noise_frames[2000:8000] / 32768
     lags = range(-300, 301)
     start = book.noise_offset + 2000
@@ -192,7 +193,7 @@ def test_decoded_audio_has_exact_length_and_no_delay(book):
     best = lags[int(np.argmax(scores))]
     assert best == 0
     gain = max(scores) / np.dot(ref, ref)
-    assert gain == pytest.approx(LIMITER_GAIN, rel=0.05)
+    assert gain == pytest.approx(10 ** (book.result.gain_db / 20), rel=0.05)
 
 
 @needs_ffprobe
@@ -300,23 +301,110 @@ def test_png_cover_short_description_and_no_freeform(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------
-# Peaks
+# Levels
 
 
-@needs_ffprobe
-def test_true_peak_below_minus_one_dbtp(book):
-    level = probe.loudness(book.path)
+def assert_on_target(path: Path) -> probe.Loudness:
+    level = probe.loudness(path)
     print(f"decoded M4B: {level.integrated_lufs} LUFS, {level.true_peak_dbtp} dBTP")
-    assert level.true_peak_dbtp <= -1.0
+    assert -20.0 <= level.integrated_lufs <= -18.0
+    assert level.true_peak_dbtp <= -3.0
+    return level
 
 
 @needs_ffprobe
-def test_limiter_is_what_keeps_peaks_down(book, tmp_path, monkeypatch):
-    # Control: the same loud chapter without the limiter clips after AAC, so the test above can fail.
-    monkeypatch.setattr(m4b_module, "LIMITER_FILTER", "anull")
+def test_book_is_at_the_target_loudness_under_the_peak_limit(book):
+    assert_on_target(book.path)
+
+
+def speech_like(seconds: float, peak: float, clicks: bool = False) -> np.ndarray:
+    """Vowels with syllable-rate envelope and short pauses; with clicks, a full-scale plosive-like
+    burst every 0.4 s puts the peaks ~25 dB above the loudness, where the limiter must work hard."""
+    frames = int(seconds * SR)
+    x = loud_vowel(frames) / 32767
+    t = np.arange(frames) / SR
+    x = x * (np.sin(2 * np.pi * 0.7 * t) > -0.6)  # pauses between phrases
+    if clicks:
+        x = x * 0.06
+        burst = np.random.default_rng(3).uniform(-1, 1, 60) * np.hanning(60)
+        for start in range(0, frames - 60, int(0.4 * SR)):
+            x[start : start + 60] += burst
+    return np.round(x / np.abs(x).max() * peak * 32767)
+
+
+@needs_ffprobe
+@pytest.mark.parametrize(
+    "name, peak, clicks",
+    [("quiet", 0.02, False), ("loud", 1.0, False), ("peaky", 1.0, True)],
+)
+def test_quiet_loud_and_peaky_books_all_land_on_target(tmp_path, name, peak, clicks):
+    wav = write_wav(tmp_path / f"{name}.wav", speech_like(12, peak, clicks))
+    out = tmp_path / f"{name}.m4b"
+    result = write_m4b(out, [AudioChapter("One", [wav, SR // 2])], Tags("t", ["a"], "n"), None, SR)
+    print(f"{name}: gain {result.gain_db} dB")
+    assert_on_target(out)
+
+
+@needs_ffprobe
+def test_limiter_is_what_keeps_peaks_down(tmp_path, monkeypatch):
+    # Control: at the target loudness the peaky book goes far over -3 dBTP without the limiter,
+    # so the test above can fail.
+    monkeypatch.setattr(levels, "LIMITER_FILTER", "anull")
+    wav = write_wav(tmp_path / "peaky.wav", speech_like(12, 1.0, clicks=True))
     out = tmp_path / "unlimited.m4b"
-    write_m4b(out, [book.chapters[1]], Tags("t", ["a"], "n"), None, SR)
-    assert probe.loudness(out).true_peak_dbtp > -1.0
+    write_m4b(out, [AudioChapter("One", [wav])], Tags("t", ["a"], "n"), None, SR)
+    level = probe.loudness(out)
+    assert -20.0 <= level.integrated_lufs <= -18.0
+    assert level.true_peak_dbtp > 0.0
+
+
+def test_gain_stage_does_not_clip_before_the_limiter(tmp_path):
+    # +12 dB on a full-scale vowel: in double precision the peaks reach 4x full scale for the
+    # limiter to bring down, instead of being flattened at 1.0 on the way in.
+    wav = write_wav(tmp_path / "loud.wav", loud_vowel(4410))
+    raw = subprocess.run(
+        [ffmpeg_exe(), "-v", "error", "-i", str(wav), "-af", levels.gain_stage(12.0), "-f", "f64le", "-"],
+        check=True, capture_output=True,
+    ).stdout
+    assert np.abs(np.frombuffer(raw, "<f8")).max() == pytest.approx(10 ** (12 / 20), rel=1e-3)
+
+
+def fake_measure(answers: dict):
+    calls = []
+
+    def measure(chains):
+        calls.append(dict(chains))
+        return {name: answers[name] for name in chains}
+
+    return measure, calls
+
+
+def test_gain_when_the_limiter_stays_idle():
+    # A sine: 3 dB from loudness to peak, nothing for the limiter to do; one pass is enough.
+    measure, calls = fake_measure({"raw": levels.Level(-30.0, -27.0)})
+    assert levels.book_gain(measure) == 11.0
+    assert calls == [{"raw": "anull"}]
+
+
+def limited_curve(*lufs: float) -> dict:
+    return {f"g{i}": levels.Level(value, levels.CEILING_DBFS) for i, value in enumerate(lufs)}
+
+
+def test_gain_makes_up_what_the_limiter_takes():
+    # Piper-like: the plain +4.6 dB lands at -20.6 through the limiter, +7.6 dB at -19.0.
+    measure, calls = fake_measure({"raw": levels.Level(-23.6, -0.8), **limited_curve(-20.6, -19.0, -17.6, -16.3, -15.0)})
+    assert levels.book_gain(measure) == 7.6
+    assert calls[1] == {f"g{i}": levels.filter_chain(4.6 + offset) for i, offset in enumerate(levels.PROBE_OFFSETS_DB)}
+    # Between measured points the gain is interpolated: -19 lies a quarter of the way from +6 to +9.
+    measure, _ = fake_measure({"raw": levels.Level(-23.0, 0.0), **limited_curve(-24.0, -22.0, -19.5, -17.5, -16.0)})
+    assert levels.book_gain(measure) == 4.0 + 6.0 + 0.75
+
+
+def test_gain_stops_short_of_crushing_and_ignores_silence():
+    measure, _ = fake_measure({"raw": levels.Level(-23.0, 0.0), **limited_curve(-22.0, -21.5, -21.0, -20.5, -20.2)})
+    assert levels.book_gain(measure) == 4.0 + levels.PROBE_OFFSETS_DB[-1]
+    measure, calls = fake_measure({"raw": levels.Level(-70.0, -80.0)})
+    assert levels.book_gain(measure) == 0.0 and len(calls) == 1
 
 
 def test_same_input_gives_identical_bytes(book, tmp_path):
@@ -384,17 +472,31 @@ def test_truncated_wav_is_detected(dest, tmp_path):
     assert_untouched(dest)
 
 
-def test_encoder_crash_reports_its_stderr(dest, tmp_path, monkeypatch):
-    # A stand-in ffmpeg that reads a little, writes junk to its output, complains and dies.
+def fake_ffmpeg(tmp_path: Path, monkeypatch) -> None:
+    """A stand-in ffmpeg that reads a little, writes junk to its output, complains and dies."""
     fake = tmp_path / "fake-ffmpeg"
     fake.write_text(
         '#!/bin/sh\nfor last; do :; done\nhead -c 50000 >/dev/null\nprintf junk > "$last"\n'
-        'echo "simulated encoder crash" >&2\nexit 3\n'
+        'echo "simulated ffmpeg crash" >&2\nexit 3\n'
     )
     fake.chmod(0o755)
     monkeypatch.setenv("EPUB2AUDIO_FFMPEG", str(fake))
+
+
+def test_encoder_crash_reports_its_stderr(dest, tmp_path, monkeypatch):
+    fake_ffmpeg(tmp_path, monkeypatch)
+    monkeypatch.setattr(levels, "book_gain", lambda measure: 0.0)  # the fake is the encoder, not the meter
     chapters = [AudioChapter("One", [SR * 10])]  # 441 kB of silence: more than the pipe holds
-    with pytest.raises(M4BError, match=r"(?s)exit code 3.*simulated encoder crash"):
+    with pytest.raises(M4BError, match=r"(?s)exit code 3\) while encoding the M4B.*simulated ffmpeg crash"):
+        write_m4b(dest, chapters, book_tags(), None, SR)
+    assert_untouched(dest)
+
+
+def test_loudness_measurement_crash_reports_its_stderr(dest, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the fake writes its junk to the last argument, "-" here
+    fake_ffmpeg(tmp_path, monkeypatch)
+    chapters = [AudioChapter("One", [SR * 10])]
+    with pytest.raises(M4BError, match=r"(?s)exit code 3\) while measuring the loudness.*simulated ffmpeg crash"):
         write_m4b(dest, chapters, book_tags(), None, SR)
     assert_untouched(dest)
 
@@ -414,37 +516,44 @@ class _Recorder:
         monkeypatch.setattr(m4b_module.subprocess, "Popen", popen)
 
 
-def _interrupting_chunks(monkeypatch, action):
-    """Make the PCM stream run `action` after its first chunk."""
+def _interrupting_chunks(monkeypatch, action, in_pass):
+    """Make the `in_pass`-th stream of the PCM (0: the loudness measurement; for silence, which
+    needs no second measurement, 1: the encode) run `action` after its first chunk."""
     real = m4b_module._pcm_chunks
+    passes = []
 
     def chunks(*args):
+        passes.append(args)
         for i, chunk in enumerate(real(*args)):
-            if i == 1:
+            if i == 1 and len(passes) - 1 == in_pass:
                 action()
             yield chunk
 
     monkeypatch.setattr(m4b_module, "_pcm_chunks", chunks)
 
 
-def test_ffmpeg_killed_midway(dest, monkeypatch):
+@pytest.mark.parametrize("in_pass, doing", [(0, "measuring the loudness"), (1, "encoding the M4B")])
+def test_ffmpeg_killed_midway(dest, monkeypatch, in_pass, doing):
     rec = _Recorder(monkeypatch)
-    _interrupting_chunks(monkeypatch, lambda: (rec.procs[-1].kill(), rec.procs[-1].wait()))
-    with pytest.raises(M4BError, match="ffmpeg failed"):
+    _interrupting_chunks(monkeypatch, lambda: (rec.procs[-1].kill(), rec.procs[-1].wait()), in_pass)
+    with pytest.raises(M4BError, match=f"ffmpeg failed .* while {doing}"):
         write_m4b(dest, [AudioChapter("One", [SR * 10])], book_tags(), None, SR)
+    assert len(rec.procs) == in_pass + 1
     assert_untouched(dest)
 
 
-def test_keyboard_interrupt_midway(dest, monkeypatch):
+@pytest.mark.parametrize("in_pass", [0, 1])
+def test_keyboard_interrupt_midway(dest, monkeypatch, in_pass):
     rec = _Recorder(monkeypatch)
 
     def interrupt():
         raise KeyboardInterrupt
 
-    _interrupting_chunks(monkeypatch, interrupt)
+    _interrupting_chunks(monkeypatch, interrupt, in_pass)
     with pytest.raises(KeyboardInterrupt):
         write_m4b(dest, [AudioChapter("One", [SR * 10])], book_tags(), None, SR)
-    assert rec.procs[-1].returncode is not None  # the encoder was stopped and reaped
+    assert len(rec.procs) == in_pass + 1
+    assert rec.procs[-1].returncode is not None  # the ffmpeg was stopped and reaped
     assert_untouched(dest)
 
 

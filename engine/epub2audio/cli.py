@@ -15,8 +15,9 @@ from pathlib import Path
 from . import __version__
 from .errors import InputError, JobFailed
 
+from .progress import CHARS_PER_SECOND, format_duration
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-CHARS_PER_SECOND = 14.5  # the embedded voice's pace, pauses included (measured on the sample book)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -142,13 +143,6 @@ def parse_chapter_list(spec: str) -> list[int]:
     return chosen
 
 
-def format_duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
 def chapter_table(book) -> str:
     lines = [f"{book.title} — {', '.join(book.authors) or 'unknown author'}" + (f" [{book.language}]" if book.language else "")]
     width = max([len(c.title) for c in book.chapters] + [5])
@@ -180,18 +174,6 @@ def chapter_listing(book) -> dict:
         "skipped": [{"title": s.title, "reason": s.reason} for s in book.skipped],
         "warnings": list(book.warnings),
     }
-
-
-def _progress_for(mode: str):
-    from .progress import JsonLinesProgress, Progress, TerminalProgress
-
-    if mode == "json":
-        return JsonLinesProgress(sys.stdout)
-    if mode == "none":
-        return Progress()
-    if mode == "bar" or sys.stderr.isatty():
-        return TerminalProgress(sys.stderr)
-    return Progress()
 
 
 def _read_metadata(path: Path | None) -> dict:
@@ -262,7 +244,9 @@ def run_convert(args: argparse.Namespace) -> int:
     )
     if args.seed is not None:
         options.job_seed = args.seed
-    convert(args.book, output, options, _progress_for(args.progress))
+    from .progress import for_mode
+
+    convert(args.book, output, options, for_mode(args.progress))
     return EXIT_OK
 
 

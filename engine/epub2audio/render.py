@@ -299,12 +299,12 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
                       options.threads_per_worker, options.policy, work_dir / "worker.log")
     try:
         details = pool.details()
-        progress.emit("voice", name=details.name, narrator=details.narrator, backend=details.backend,
-                      precision=details.precision, sample_rate=details.sample_rate, model_id=details.model_id)
         planned = plan_segments(book, chapter_indices, options.job_seed, options.voice, details.model_id,
                                 say_titles=reading.say_titles, lexicon=reading.lexicon)
-        if not planned:
+        if not planned:  # refused before any progress line: a bad book gets one line, the error
             raise InputError(f"{Path(book_path).name}: the selected chapters contain no text to read")
+        progress.emit("voice", name=details.name, narrator=details.narrator, backend=details.backend,
+                      precision=details.precision, sample_rate=details.sample_rate, model_id=details.model_id)
         progress.emit("book", title=book.title, chapters=len(chapter_indices), segments=len(planned),
                       characters=sum(len(s.text) for s in planned))
         store.set_meta(book=str(Path(book_path).resolve()), output=str(out_path.resolve()),
@@ -317,7 +317,8 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
         todo = [s for s in planned if not store.finished(s.key)]
         progress.emit("plan", total=len(planned), cached=len(planned) - len(todo), to_render=len(todo))
         progress.emit("stage", stage="render")
-        failures = _render(pool, store, todo, options.voice, details, progress)
+        titles = {ci: book.chapters[ci].title for ci in chapter_indices}
+        failures = _render(pool, store, todo, options.voice, details, progress, titles)
     finally:
         pool.close()
     if failures:
@@ -340,12 +341,15 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
 
 
 def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], voice: str,
-            details: VoiceDetails, progress: Progress) -> list[tuple[PlannedSegment, str]]:
+            details: VoiceDetails, progress: Progress, titles: dict[int, str]) -> list[tuple[PlannedSegment, str]]:
     failures = []
     eta = Eta(len(todo))
     answered: set[str] = set()
+    left = Counter(s.chapter for s in todo)  # segments still to render, by chapter
+    chapters_done = 0
 
     def on_result(segment, pcm, seconds, seg_details, error):
+        nonlocal chapters_done
         answered.add(segment.key)
         if error is not None:
             store.record_failed(segment, voice, details.model_id, error)
@@ -358,6 +362,11 @@ def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], v
         progress.emit("segment", done=eta.done + 1, total=len(todo), chapter=segment.chapter,
                       index=segment.index, audio_seconds=round(len(pcm) / 2 / details.sample_rate, 3),
                       synth_seconds=round(seconds, 3), eta_seconds=eta.step())
+        left[segment.chapter] -= 1
+        if left[segment.chapter] == 0:
+            chapters_done += 1
+            progress.emit("chapter", chapter=segment.chapter, title=titles[segment.chapter],
+                          done=chapters_done, total=len(left))
 
     try:
         pool.render(todo, on_result)

@@ -551,16 +551,6 @@ def instance_lock(path: Path, in_dir: Path, out_dir: Path):
         yield
 
 
-def make_progress(mode: str):
-    from .progress import JsonLinesProgress, Progress, TerminalProgress
-
-    if mode == "json":
-        return JsonLinesProgress(sys.stdout)
-    if mode == "bar" or (mode == "auto" and sys.stderr.isatty()):
-        return TerminalProgress(sys.stderr)
-    return Progress()
-
-
 class Converter:
     """Takes the queued books one at a time, oldest first, and hands each to the engine."""
 
@@ -601,12 +591,13 @@ class Converter:
         return None
 
     def _convert(self, book: QueuedBook) -> None:
+        from .progress import for_mode
         from .render import Interrupted, convert
 
         resuming = " (resuming)" if book.attempts else ""
         self.queue.mark_converting(book.sha256)
         self.log.say("converting", book.source.name, f"-> {book.output}{resuming}", book.sha256)
-        progress = make_progress(self.progress_mode)
+        progress = for_mode(self.progress_mode)
         try:
             result = convert(book.source, self.out_dir / book.output, self.options, progress)
         except (Interrupted, KeyboardInterrupt):

@@ -6,6 +6,8 @@ How (see ../shared/reference/m4b.md §3 and audio-toolchain.md §3, §5):
   into a single ffmpeg process, so memory stays flat however long the book is, and there is never a
   whole-book WAV (WAV stops at 4 GiB). Encoding chapters separately and joining the AAC would add
   encoder priming/padding at every boundary and make chapter marks drift.
+* Levels: one gain for the whole book, measured from the stored PCM before the encode, then a
+  limiter in the encode itself (levels.py: -19 LUFS integrated, true peak under -3 dBTP).
 * Chapter marks come from the real sample counts (WAV frame counts plus silence samples) and are
   written with TIMEBASE=1/<sample_rate>, so they are exact, not rounded to milliseconds.
 * ffmpeg's ipod muxer writes both chapter formats: the QuickTime text track that Apple reads and the
@@ -33,29 +35,18 @@ import tempfile
 import threading
 import wave
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..book.model import Cover
 from ..errors import JobFailed
+from . import levels
 from .ffmpeg import ffmpeg_exe
 
 if TYPE_CHECKING:
     from ..book.model import Book
-
-# Piper normalises every sentence to full scale, and AAC at 64 kb/s overshoots on such peaks (most
-# on a loud onset after silence), so the decoded M4B would clip (+0.5 dBTP measured on Piper speech
-# without a limiter). A look-ahead limiter at -6.9 dBFS followed by +2.5 dB puts sample peaks at
-# -4.4 dBFS. On 4.5 min of Piper speech at several frame alignments the decoded M4B measured
-# -3.4 dBTP at worst and -19.5 LUFS. The reference's -6 dBFS/+3 dB chain is 0.8 LU louder but
-# reached -1.9 dBTP on one onset: too little margin for a 10-hour book with thousands of onsets.
-# `latency=true` is essential: without it alimiter delays the audio by its look-ahead (attack, 5 ms
-# = 110 samples at 22.05 kHz) and drops the last 5 ms, which would shift every chapter mark. With it
-# the output is sample-aligned and exactly as long as the input (checked in tests/test_m4b.py).
-# `level=false` stops alimiter from scaling its output back up to full scale.
-LIMITER_FILTER = "alimiter=limit=0.45:level=false:attack=5:release=50:latency=true,volume=2.5dB"
 
 # The ipod muxer writes 'M4A ' by default; 'M4B ' is the audiobook brand Apple's tools write and
 # both players and ffprobe accept it (verified with ffmpeg 5.1 and 9).
@@ -74,6 +65,7 @@ SAMPLE_WIDTH = 2  # bytes: mono signed 16-bit little-endian
 SHORT_DESCRIPTION_LIMIT = 255
 
 STDERR_LINES_KEPT = 20
+ANALYSIS_LINES_KEPT = 200  # the loudness summaries, after ffmpeg's stream listing
 ITUNES_FREEFORM = "----:com.apple.iTunes:"
 
 
@@ -109,6 +101,7 @@ class M4BResult:
     path: Path
     duration_samples: int
     chapter_starts: list[int] = field(default_factory=list)  # in samples; the first is 0
+    gain_db: float = 0.0  # applied to the whole book before the limiter
 
 
 # --------------------------------------------------------------------------------------------
@@ -185,8 +178,9 @@ def write_m4b(
             meta = Path(work) / "metadata.txt"
             meta.write_text(ffmetadata(chapters, starts, total, tags, sample_rate), encoding="utf-8")
             cover_file = _write_cover(Path(work), cover) if cover else None
-            cmd = _ffmpeg_command(tmp, meta, cover_file, sample_rate, bitrate)
-            _encode(cmd, _pcm_chunks(chapters, lengths))
+            gain = levels.book_gain(lambda chains: _measure(chains, chapters, lengths, sample_rate))
+            cmd = _ffmpeg_command(tmp, meta, cover_file, sample_rate, bitrate, levels.filter_chain(gain))
+            _run_ffmpeg(cmd, _pcm_chunks(chapters, lengths), "encoding the M4B")
         _fix_chpl_titles(tmp)
         _add_freeform_tags(tmp, tags)
         _fsync_file(tmp)
@@ -196,7 +190,7 @@ def write_m4b(
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(out_path.parent)  # make the rename itself durable
-    return M4BResult(path=out_path, duration_samples=total, chapter_starts=starts)
+    return M4BResult(path=out_path, duration_samples=total, chapter_starts=starts, gain_db=gain)
 
 
 def _remove_stale_partials(out_path: Path) -> None:
@@ -326,7 +320,9 @@ def _escape(value: str) -> str:
 # Encoding
 
 
-def _ffmpeg_command(out: Path, meta: Path, cover: Path | None, sample_rate: int, bitrate: str) -> list[str]:
+def _ffmpeg_command(
+    out: Path, meta: Path, cover: Path | None, sample_rate: int, bitrate: str, audio_filter: str
+) -> list[str]:
     cmd = [ffmpeg_exe(), "-hide_banner", "-nostats", "-loglevel", "error", "-y"]
     cmd += ["-f", "s16le", "-ar", str(sample_rate), "-ac", "1", "-i", "pipe:0"]
     cmd += ["-f", "ffmetadata", "-i", str(meta)]
@@ -336,7 +332,7 @@ def _ffmpeg_command(out: Path, meta: Path, cover: Path | None, sample_rate: int,
     if cover:
         cmd += ["-map", "2:v", "-c:v", "copy", "-disposition:v:0", "attached_pic"]
     cmd += ["-map_metadata", "1", "-map_chapters", "1"]
-    cmd += ["-af", LIMITER_FILTER, "-c:a", "aac", "-b:a", bitrate, "-ac", "1", "-ar", str(sample_rate)]
+    cmd += ["-af", audio_filter, "-c:a", "aac", "-b:a", bitrate, "-ac", "1", "-ar", str(sample_rate)]
     # -f ipod explicitly: the temp file's name ends in .partial.m4b, but the muxer must not depend
     # on the name anyway.
     cmd += ["-f", "ipod", "-brand", MAJOR_BRAND, "-movflags", "+faststart", str(out)]
@@ -377,11 +373,23 @@ def _wav_chunks(path: Path) -> Iterable[bytes]:
         raise M4BError(f"cannot read {path}: {exc}") from exc
 
 
-def _encode(cmd: list[str], chunks: Iterable[bytes]) -> None:
-    """Run ffmpeg, feed it the PCM, raise M4BError with its last stderr lines if it fails."""
+def _measure(
+    chains: Mapping[str, str], chapters: Sequence[AudioChapter], lengths: Sequence[int], sample_rate: int
+) -> dict[str, levels.Level]:
+    """One analysis pass over the book's PCM: the loudness after each named filter chain."""
+    cmd = levels.analysis_command(ffmpeg_exe(), sample_rate, chains)
+    output = _run_ffmpeg(cmd, _pcm_chunks(chapters, lengths), "measuring the loudness", ANALYSIS_LINES_KEPT)
+    try:
+        return levels.parse_levels("\n".join(output), list(chains))
+    except ValueError as exc:
+        raise M4BError(f"could not measure the book's loudness: {exc}") from exc
+
+
+def _run_ffmpeg(cmd: list[str], chunks: Iterable[bytes], doing: str, keep: int = STDERR_LINES_KEPT) -> list[str]:
+    """Run ffmpeg, feed it the PCM and return its last stderr lines; M4BError with them if it fails."""
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     # Drain stderr in a thread: a full stderr pipe would block ffmpeg while we block on stdin.
-    tail: deque[str] = deque(maxlen=STDERR_LINES_KEPT)
+    tail: deque[str] = deque(maxlen=keep)
     reader = threading.Thread(target=_collect_lines, args=(proc.stderr, tail), daemon=True)
     reader.start()
     stopped_reading = False
@@ -400,8 +408,9 @@ def _encode(cmd: list[str], chunks: Iterable[bytes]) -> None:
         _close_quietly(proc.stdin)
         reader.join(timeout=5)
     if returncode != 0 or stopped_reading:
-        detail = "\n".join(tail) or "(no error output)"
-        raise M4BError(f"ffmpeg failed (exit code {returncode}) while encoding the M4B:\n{detail}")
+        detail = "\n".join(list(tail)[-STDERR_LINES_KEPT:]) or "(no error output)"
+        raise M4BError(f"ffmpeg failed (exit code {returncode}) while {doing}:\n{detail}")
+    return list(tail)
 
 
 def _collect_lines(stream: IO[bytes], tail: deque[str]) -> None:
