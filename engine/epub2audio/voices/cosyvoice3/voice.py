@@ -178,10 +178,15 @@ class CosyVoice3Voice:
             from importlib.metadata import version
 
             versions.update({"mlx": version("mlx"), "mlx-lm": version("mlx-lm")})
+        recipe = ""
         if "onnx" in backend:
             import onnxruntime
 
+            from .onnx_cache import INT8_RECIPE
+
             versions["onnxruntime"] = onnxruntime.__version__
+            if (llm.backend, llm.precision) == ("onnx", "int8") or flow_precision_of(flow) == ("onnx", "int8"):
+                recipe = f"+int8-{INT8_RECIPE}"  # another int8 recipe is another sound
         info = VoiceInfo(
             name=f"cosyvoice3:{profile.name}",
             narrator=f"CosyVoice3 ({profile.name})",
@@ -191,7 +196,7 @@ class CosyVoice3Voice:
             # Backend, precision and devices change the audio, so they are part of its identity: a
             # job resumed at another precision or on another device renders new segments instead
             # of mixing the two.
-            model_id=f"{ckpt.model_id}+profile-{_profile_digest(profile)}+{backend}:{precision}{describe_devices(devices)}",
+            model_id=f"{ckpt.model_id}+profile-{_profile_digest(profile)}+{backend}:{precision}{recipe}{describe_devices(devices)}",
             versions=versions,
         )
         return cls(
