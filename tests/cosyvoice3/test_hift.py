@@ -375,3 +375,20 @@ def test_noise_buffers_follow_the_global_rng_recipe_without_touching_it(monkeypa
     assert torch.equal(longer[:, :12000], short)
     with pytest.raises(ValueError):
         noise.sine_waves(301)
+
+
+def test_waveform_bytes_do_not_depend_on_the_thread_count(tiny_hift):
+    """HiFT runs on the worker's thread budget; the ops whose reductions split across threads run
+    on one (hift.one_thread), so 1 and 2 threads give identical bytes at any length."""
+    n = torch.get_num_threads()
+    try:
+        for T in (7, 37, 100):
+            mel = random_mel(T, seed=T)
+            out = {}
+            for threads in (1, 2):
+                torch.set_num_threads(threads)
+                out[threads] = tiny_hift.inference(mel)
+            assert out[1].numpy().tobytes() == out[2].numpy().tobytes(), f"T={T}"
+            assert torch.get_num_threads() == 2  # the pinned ops gave the budget back
+    finally:
+        torch.set_num_threads(n)

@@ -99,7 +99,8 @@ def test_pcm_conversion_rounds_and_clips():
 
 
 def test_audio_does_not_depend_on_the_thread_count(voice):
-    """Same tokens at 1 and 2 torch threads give the same waveform bit for bit (HiFT alone would not)."""
+    """Same tokens at 1 and 2 torch threads give the same waveform bit for bit (HiFT pins its
+    thread-dependent ops to one thread, hift.one_thread)."""
     import torch
 
     tokens = voice.speech_tokens("Hello there, thread count.", 5)

@@ -14,7 +14,10 @@ measurable speed-ups change the arithmetic, and are opt-in (`flow_precision=`):
     "onnx-fp32"  the DiT estimator exported to ONNX Runtime (same math, MLAS kernels, fused
                  LayerNorm/GELU/attention); the Euler loop, guidance and token encoder stay torch.
     "onnx-int8"  that graph with onnxruntime.quantization dynamic int8 (per-channel) MatMuls
-                 inside the transformer blocks (uses VNNI where the CPU has it).
+                 inside the transformer blocks, recipe onnx_cache.INT8_RECIPE ("u8u8": exact
+                 integer sums on every x86 CPU; the table below was "u8s8" on a VNNI CPU). AVX2
+                 EPYC, full size, one 400-frame DiT call (bench/int8_recipes.py): u8u8 rel. dev.
+                 0.011 at 1.33x fp32; u8s8 0.014 at 1.22x; u8s8 7-bit 0.021 at 1.30x.
     "bf16"/"fp16"  every flow weight at that dtype (flow.set_flow_dtype; the rotary frequencies and
                  the Euler state stay fp32). Meant for GPUs (devices.py); slow on most CPUs.
 
@@ -54,7 +57,7 @@ import torch
 from torch import nn
 
 from .flow import DiT, Flow, set_flow_dtype
-from .onnx_cache import (build_once, entry_path, graph_precision, keep_only, make_session, quantize_matmuls_int8,
+from .onnx_cache import (INT8_RECIPE, build_once, entry_path, graph_precision, keep_only, make_session, quantize_matmuls_int8,
                          read_meta, save_with_external_data)
 
 DIT_FILE = "dit.onnx"
@@ -133,17 +136,17 @@ def export_dit(est: DiT, out_dir: str | os.PathLike, mel_dim: int = 80, spk_dim:
     return path
 
 
-def quantize_dit_int8(src: Path, dst_dir: Path) -> Path:
+def quantize_dit_int8(src: Path, dst_dir: Path, recipe: str = INT8_RECIPE) -> Path:
     """Dynamic int8 of the transformer blocks' MatMuls (the embeddings and output stay fp32)."""
     import onnx
 
     names = [n.name for n in onnx.load(str(src), load_external_data=False).graph.node]
     blocks = [n for n in names if "transformer_blocks" in n]
-    return quantize_matmuls_int8(src, dst_dir, DIT_FILE, DIT_DATA_FILE, include=blocks)
+    return quantize_matmuls_int8(src, dst_dir, DIT_FILE, DIT_DATA_FILE, include=blocks, recipe=recipe)
 
 
 DIT_CACHE_FORMAT = "epub2audio-cosyvoice3-flow-onnx"
-DIT_CACHE_VERSION = "1"
+DIT_CACHE_VERSION = "2"  # 2: int8 recipe u8u8
 
 
 def dit_cache_path(model_id: str, precision: str, cache_root: str | os.PathLike | None = None) -> Path:
@@ -154,7 +157,8 @@ def dit_cache_path(model_id: str, precision: str, cache_root: str | os.PathLike 
 
 
 def _dit_meta(model_id: str, precision: str) -> dict:
-    return {"format": DIT_CACHE_FORMAT, "version": DIT_CACHE_VERSION, "model_id": model_id, "precision": precision}
+    return {"format": DIT_CACHE_FORMAT, "version": DIT_CACHE_VERSION, "model_id": model_id, "precision": precision,
+            "recipe": INT8_RECIPE if precision == "int8" else "fp32"}
 
 
 def dit_cache_is_valid(path: Path, model_id: str, precision: str) -> bool:

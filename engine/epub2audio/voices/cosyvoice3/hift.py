@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -101,6 +102,23 @@ class HiFTArgs:
             conv_pre_look_right=k_pre - 1,
             f0_cond_channels=sd["f0_predictor.classifier.weight"].shape[1],
         )
+
+
+@contextmanager
+def one_thread():
+    """Run the enclosed torch ops on one intra-op thread. HiFT's few ops whose result depends on the
+    thread count (measured, torch 2.13 CPU: the source STFT, and the 1x1 source_downs conv on 18
+    channels, whose reduction is split across threads) run inside it, so the waveform's bytes do not
+    depend on the thread budget while the big convolutions use all of it."""
+    threads = torch.get_num_threads()
+    if threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 # ----------------------------------------------------------------------------- causal convolutions
@@ -283,14 +301,16 @@ class HiFT(nn.Module):
 
     def _stft(self, s: torch.Tensor) -> torch.Tensor:  # [B, L] -> [B, n_fft + 2, L / hop + 1]
         n_fft, hop = self.args.istft_n_fft, self.args.istft_hop_len
-        spec = torch.view_as_real(torch.stft(s, n_fft, hop, n_fft, window=self.stft_window, return_complex=True))
+        with one_thread():
+            spec = torch.view_as_real(torch.stft(s, n_fft, hop, n_fft, window=self.stft_window, return_complex=True))
         return torch.cat([spec[..., 0], spec[..., 1]], dim=1)
 
     def _istft(self, magnitude: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
         n_fft, hop = self.args.istft_n_fft, self.args.istft_hop_len
         magnitude = torch.clip(magnitude, max=1e2)
         spec = torch.complex(magnitude * torch.cos(phase), magnitude * torch.sin(phase))
-        return torch.istft(spec, n_fft, hop, n_fft, window=self.stft_window)
+        with one_thread():
+            return torch.istft(spec, n_fft, hop, n_fft, window=self.stft_window)
 
     def decode(self, mel: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         """mel [B, 80, T], excitation s [B, 1, 480 T] -> wav [B, 480 T] (finalize=True)."""
@@ -303,7 +323,9 @@ class HiFT(nn.Module):
             x = self.ups[i](F.leaky_relu(x, a.lrelu_slope))
             if i == n_up - 1:
                 x = F.pad(x, (1, 0), mode="reflect")  # 120T -> 120T + 1 STFT frames
-            x = x + self.source_resblocks[i](self.source_downs[i](s_stft))
+            with one_thread():  # 18 input channels: tiny, and thread-dependent when split
+                down = self.source_downs[i](s_stft)
+            x = x + self.source_resblocks[i](down)
             xs = self.resblocks[i * n_res](x)
             for j in range(1, n_res):
                 xs += self.resblocks[i * n_res + j](x)

@@ -43,7 +43,10 @@ Precisions (what `MLXSpeechLM.precision` reports is read back from the built mod
     int4  (the 7 projections of each layer and the text embedding `embed_tokens`); scales,
           biases, norms, attention biases, `speech_embedding` and `llm_decoder` stay float32,
           and activations run in float32. The speech head is left unquantised on purpose: it
-          is 1 % of the bytes and it is exactly what the sampler reads.
+          is 1 % of the bytes and it is exactly what the sampler reads. The text embedding
+          never goes below 8 bits (EMBEDDING_MIN_BITS: at int4 it is 8-bit): quantised
+          embeddings caused pacing anomalies in swift-qwen3-tts, and one row per token read
+          costs nothing in decode speed.
 
 Log-probabilities are always computed as `log_softmax(float32(llm_decoder(h)))`, as in torch.
 """
@@ -68,8 +71,9 @@ from mlx_lm.models.qwen2 import ModelArgs, Qwen2Model
 from .llm import SOS_ID, TASK_ID, LLMArgs, NextLogp, check_prompt_ids
 
 CACHE_FORMAT = "epub2audio-cosyvoice3-llm-mlx"
-CACHE_VERSION = "1"  # bump when the conversion changes; the file name carries it
+CACHE_VERSION = "2"  # bump when the conversion changes; the file name carries it (2: 8-bit embed_tokens at int4)
 GROUP_SIZE = 64
+EMBEDDING_MIN_BITS = 8  # tables and the speech head stay at 8 bits or more in every precision
 
 
 @dataclass(frozen=True)
@@ -155,13 +159,15 @@ class CosyVoice3MLX(nn.Module):
 
 
 def _quantize_backbone(model: CosyVoice3MLX, bits: int, group_size: int = GROUP_SIZE) -> None:
-    """Swap the backbone's Linear/Embedding layers for quantised ones (the speech tables stay)."""
-    nn.quantize(
-        model.model,
-        group_size=group_size,
-        bits=bits,
-        class_predicate=lambda _path, m: isinstance(m, (nn.Linear, nn.Embedding)),
-    )
+    """Swap the backbone's Linear/Embedding layers for quantised ones (the speech tables stay;
+    the text embedding gets at least EMBEDDING_MIN_BITS)."""
+
+    def params(_path: str, m: nn.Module) -> bool | dict:
+        if isinstance(m, nn.Embedding):
+            return {"group_size": group_size, "bits": max(bits, EMBEDDING_MIN_BITS)}
+        return isinstance(m, nn.Linear)
+
+    nn.quantize(model.model, group_size=group_size, bits=bits, class_predicate=params)
 
 
 class MLXSpeechLM:
@@ -246,6 +252,12 @@ def mlx_key(torch_key: str) -> str | None:
     raise ValueError(f"unexpected llm.pt key {torch_key!r}")
 
 
+def _bits(key: str, prec: MLXPrecision) -> int:
+    """Bits of a quantised array: the precision's, but embedding tables keep EMBEDDING_MIN_BITS."""
+    assert prec.bits is not None
+    return max(prec.bits, EMBEDDING_MIN_BITS) if key == "model.embed_tokens.weight" else prec.bits
+
+
 def _is_quantized_key(key: str, shape: Sequence[int]) -> bool:
     """The arrays `_quantize_backbone` quantises: every 2-D weight of the backbone."""
     return key.startswith("model.") and key.endswith(".weight") and len(shape) == 2
@@ -276,13 +288,13 @@ def _plan(args: LLMArgs, prec: MLXPrecision, group_size: int) -> tuple[list[tupl
                 raise ValueError(f"{tkey}: input size {cols} is not a multiple of the group size {group_size}")
             base = key[: -len(".weight")]
             entries = [
-                _Entry(key, mx.uint32, (rows, cols * prec.bits // 32)),
+                _Entry(key, mx.uint32, (rows, cols * _bits(key, prec) // 32)),
                 _Entry(base + ".scales", prec.dtype, (rows, cols // group_size)),
                 _Entry(base + ".biases", prec.dtype, (rows, cols // group_size)),
             ]
         else:
             entries = [_Entry(key, prec.dtype, tuple(shape))]
-        plan.append((tkey, "quantize" if len(entries) == 3 else "cast", entries))
+        plan.append((tkey, f"quantize{_bits(key, prec)}" if len(entries) == 3 else "cast", entries))
     flat = [e for _, _, es in plan for e in es]
     offset = 0
     for e in flat:
@@ -339,7 +351,10 @@ def convert_to_safetensors(
                 t = state_dict[tkey].detach()
                 for start, block in _row_blocks(t):
                     x = mx.array(block.to(torch.float32).numpy())
-                    outs = list(mx.quantize(x, group_size, prec.bits)) if how == "quantize" else [x.astype(prec.dtype)]
+                    if how.startswith("quantize"):
+                        outs = list(mx.quantize(x, group_size, int(how.removeprefix("quantize"))))
+                    else:
+                        outs = [x.astype(prec.dtype)]
                     mx.eval(outs)
                     for e, out in zip(entries, outs):
                         row_bytes = e.nbytes // e.shape[0] if e.shape else e.nbytes

@@ -37,9 +37,13 @@ Precisions (what `OnnxSpeechLM.precision` reports is read back from the operator
 graph the session was built from, never from the request):
 
     fp32  the exported graph as is; log-probs equal torch fp32 within ~1e-5 (tested <= 1e-4)
-    int8  onnxruntime.quantization.quantize_dynamic, per-channel symmetric int8 weights with
-          dynamic uint8 activations (DynamicQuantizeLinear + MatMulInteger), on every MatMul with a
-          constant weight in the decoder layers; the speech head (llm_decoder) stays fp32
+    int8  onnxruntime.quantization.quantize_dynamic, per-channel uint8 weights (recipe "u8u8",
+          onnx_cache.INT8_RECIPES) with dynamic uint8 activations (DynamicQuantizeLinear +
+          MatMulInteger), on every MatMul with a constant weight in the decoder layers; the speech
+          head (llm_decoder) stays fp32. The table above was measured with int8 weights ("u8s8")
+          on a VNNI CPU; on AVX2 without VNNI those saturate, u8u8 never does. There
+          (bench/int8_recipes.py, full size, 1 thread, AVX2 EPYC): u8u8 max |dlogp| 0.93,
+          KL 0.012, 2.5x fp32 decode; u8s8 1.27 / 0.026 / 3.0x; u8s8 7-bit 1.33 / 0.029 / 3.1x
     int4  MatMulNBits (com.microsoft), 4-bit symmetric, block 32 along K, accuracy_level 4 (int8
           activations inside the kernel), packed with onnxruntime's own C++ block quantiser
           (`quantize_matmul_4bits`, what `matmul_nbits_quantizer` calls; that module itself needs
@@ -79,7 +83,7 @@ from .onnx_cache import (build_once, entry_path, graph_precision, keep_only, mak
                          read_meta, save_with_external_data)
 
 CACHE_FORMAT = "epub2audio-cosyvoice3-llm-onnx"
-CACHE_VERSION = "1"  # bump when the export or the quantisation changes
+CACHE_VERSION = "2"  # bump when the export or the quantisation changes (2: int8 recipe u8u8)
 PRECISIONS = ("fp32", "int8", "int4")
 INT4_BLOCK_SIZE = 32
 INT4_ACCURACY_LEVEL = 4
@@ -182,12 +186,12 @@ def _head_nodes(model: Any) -> list[str]:
     return [n.name for n in model.graph.node if HEAD_NODE_MARK in n.name]
 
 
-def quantize_int8(src: Path, dst_dir: Path) -> Path:
+def quantize_int8(src: Path, dst_dir: Path, recipe: str = onnx_cache.INT8_RECIPE) -> Path:
     """Dynamic int8 (per-channel weights, dynamic activations) of the decoder layers' MatMuls."""
     import onnx
 
     exclude = _head_nodes(onnx.load(str(src), load_external_data=False))
-    return quantize_matmuls_int8(src, dst_dir, MODEL_FILE, DATA_FILE, exclude=exclude)
+    return quantize_matmuls_int8(src, dst_dir, MODEL_FILE, DATA_FILE, exclude=exclude, recipe=recipe)
 
 
 def quantize_int4(
@@ -258,9 +262,15 @@ def check_precision(precision: str) -> None:
         raise ValueError(f"the onnx LLM runs at {', '.join(PRECISIONS)}; not {precision!r}")
 
 
+def _recipe(precision: str) -> str:
+    """How the graph's weights were made: part of the cache key (another recipe is a rebuild)."""
+    return {"int8": onnx_cache.INT8_RECIPE, "int4": f"nbits{INT4_BLOCK_SIZE}-acc{INT4_ACCURACY_LEVEL}"}.get(precision, "fp32")
+
+
 def _meta(model_id: str, precision: str, args: LLMArgs) -> dict[str, Any]:
     return {
         "format": CACHE_FORMAT, "version": CACHE_VERSION, "model_id": model_id, "precision": precision,
+        "recipe": _recipe(precision),
         "hidden_size": args.hidden_size, "num_hidden_layers": args.num_hidden_layers,
         "num_key_value_heads": args.num_key_value_heads, "head_dim": args.head_dim,
         "speech_vocab_size": args.speech_vocab_size,
@@ -269,7 +279,8 @@ def _meta(model_id: str, precision: str, args: LLMArgs) -> dict[str, Any]:
 
 def cache_is_valid(path: Path, model_id: str, precision: str) -> bool:
     meta = read_meta(path) or {}
-    want = {"format": CACHE_FORMAT, "version": CACHE_VERSION, "model_id": model_id, "precision": precision}
+    want = {"format": CACHE_FORMAT, "version": CACHE_VERSION, "model_id": model_id, "precision": precision,
+            "recipe": _recipe(precision)}
     return all(meta.get(k) == v for k, v in want.items()) and (path / MODEL_FILE).is_file() and (path / DATA_FILE).is_file()
 
 

@@ -20,6 +20,18 @@ from pathlib import Path
 from typing import Any
 
 META_FILE = "meta.json"
+# Dynamic int8 recipes (quantize_dynamic settings; activations are always dynamic uint8).
+# MLAS's u8 x s8 kernels on AVX2 CPUs without VNNI add pairs of u8*s8 products in int16 with
+# saturation (vpmaddubsw), so full-range s8 weights overflow there: max |dlogp| 3.2 instead of 0.2
+# on the tiny test LLM. u8 x u8 widens to int16 before multiplying and never saturates, so its
+# integer sums are exact on every CPU; "s8-7bit" (reduce_range) avoids the overflow by giving
+# up one bit of weight precision. bench/int8_recipes.py measures them side by side.
+INT8_RECIPES = {
+    "u8u8": {"weight_type": "QUInt8", "reduce_range": False},
+    "u8s8": {"weight_type": "QInt8", "reduce_range": False},
+    "u8s8-7bit": {"weight_type": "QInt8", "reduce_range": True},
+}
+INT8_RECIPE = "u8u8"  # part of every int8 cache entry's meta: another recipe is a rebuild
 INT8_OPS = {"MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"}
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -111,16 +123,20 @@ def keep_only(folder: Path, *names: str) -> None:
 
 
 def quantize_matmuls_int8(src: Path, dst_dir: Path, model_file: str, data_file: str, *,
-                          include: list[str] | None = None, exclude: list[str] | None = None) -> Path:
-    """Dynamic int8 (per-channel weights, dynamic activations) of the MatMuls with constant weights,
-    limited to the `include` nodes or sparing the `exclude` ones."""
+                          include: list[str] | None = None, exclude: list[str] | None = None,
+                          recipe: str = INT8_RECIPE) -> Path:
+    """Dynamic int8 (per-channel weights, dynamic uint8 activations) of the MatMuls with constant
+    weights, limited to the `include` nodes or sparing the `exclude` ones; `recipe` is one of
+    INT8_RECIPES (the weight type and range)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    r = INT8_RECIPES[recipe]
     dst_dir.mkdir(parents=True, exist_ok=True)
     tmp = dst_dir / "q.onnx"
     quantize_dynamic(
-        str(src), str(tmp), op_types_to_quantize=["MatMul"], per_channel=True, weight_type=QuantType.QInt8,
+        str(src), str(tmp), op_types_to_quantize=["MatMul"], per_channel=True,
+        weight_type=getattr(QuantType, r["weight_type"]), reduce_range=r["reduce_range"],
         nodes_to_quantize=include, nodes_to_exclude=exclude, use_external_data_format=True,
         extra_options={"MatMulConstBOnly": True},
     )  # fmt: skip

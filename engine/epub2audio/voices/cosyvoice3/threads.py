@@ -14,8 +14,9 @@ Measured on the 2-core x86 machine this was written on (bench/cosyvoice3.py, "Th
     thread. Measured with the load average at 7-8 on 2 cores: torch fp32 DiT call 8.1 s at 1
     thread vs 19.1 s at 2; ONNX Runtime fp32 DiT 4.7 s vs 6.2 s; ORT int8 DiT 2.2 s vs 3.2 s.
   * The torch flow's mel and the LLM's logits do not depend on the thread count (bit-identical at
-    1 and 2 threads in our tests and bench). HiFT's waveform does, so voice.py always runs the
-    vocoder on one thread; with that the budget is a pure speed setting.
+    1 and 2 threads in our tests and bench). Of HiFT, only the source STFT, the iSTFT and the
+    small 18-channel source_downs convs do; hift.py runs just those on one thread, so the vocoder
+    uses the budget too and the budget stays a pure speed setting.
 
 So `--workers N` on C cores should run `C // N` threads per worker, and 1 thread per worker as
 soon as N >= C. `concurrent_stages` lets a caller split a worker's budget between stages that run

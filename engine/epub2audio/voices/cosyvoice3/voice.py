@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,20 +63,6 @@ def _profile_digest(p: Profile) -> str:
         h.update(str(a.dtype).encode() + str(a.shape).encode())
         h.update(np.ascontiguousarray(a).tobytes())
     return h.hexdigest()[:12]
-
-
-@contextmanager
-def _one_thread():
-    """HiFT's waveform depends on torch's intra-op thread count (its reductions split differently
-    across threads); the flow's mel and the LLM's logits do not (tested at 1 and 2 threads). On one
-    thread a segment's bytes stay the same whatever --workers or the thread budget, so resume and
-    regen stay byte-identical. It costs little: the vocoder is ~3 % of a segment's time."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 @dataclass
@@ -178,10 +163,15 @@ class CosyVoice3Voice:
             from importlib.metadata import version
 
             versions.update({"mlx": version("mlx"), "mlx-lm": version("mlx-lm")})
+        recipe = ""
         if "onnx" in backend:
             import onnxruntime
 
+            from .onnx_cache import INT8_RECIPE
+
             versions["onnxruntime"] = onnxruntime.__version__
+            if (llm.backend, llm.precision) == ("onnx", "int8") or flow_precision_of(flow) == ("onnx", "int8"):
+                recipe = f"+int8-{INT8_RECIPE}"  # another int8 recipe is another sound
         info = VoiceInfo(
             name=f"cosyvoice3:{profile.name}",
             narrator=f"CosyVoice3 ({profile.name})",
@@ -191,7 +181,7 @@ class CosyVoice3Voice:
             # Backend, precision and devices change the audio, so they are part of its identity: a
             # job resumed at another precision or on another device renders new segments instead
             # of mixing the two.
-            model_id=f"{ckpt.model_id}+profile-{_profile_digest(profile)}+{backend}:{precision}{describe_devices(devices)}",
+            model_id=f"{ckpt.model_id}+profile-{_profile_digest(profile)}+{backend}:{precision}{recipe}{describe_devices(devices)}",
             versions=versions,
         )
         return cls(
@@ -229,8 +219,9 @@ class CosyVoice3Voice:
                 torch.from_numpy(np.ascontiguousarray(p.mel[None], dtype=np.float32)),
                 torch.from_numpy(np.ascontiguousarray(p.embedding[None], dtype=np.float32)),
             )
-            with _one_thread():
-                return self.hift.inference(mel).cpu()
+            # HiFT runs on the thread budget: its thread-dependent ops pin themselves to one thread
+            # (hift.one_thread), so a segment's bytes do not depend on --workers or the budget
+            return self.hift.inference(mel).cpu()
 
     def synthesize(self, text: str, seed: int) -> bytes:
         """Mono int16 little-endian PCM at 24 kHz. No speech tokens -> 0.2 s of silence."""
