@@ -3,6 +3,7 @@ spans of text; spans that are front/back matter are skipped (with the reason), t
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 
@@ -11,7 +12,6 @@ from .text import Anchor, Block, clean, epub_types, find_body, local_name
 from .toc import TocEntry, resolve
 
 XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
-TITLE_SEPARATOR = " — "
 
 # epub:type / landmark / guide type → what we call it in the skip report.
 SKIP_TYPES = {
@@ -19,6 +19,9 @@ SKIP_TYPES = {
     "toc": "table of contents",
     "loi": "list of illustrations",
     "lot": "list of tables",
+    "titlepage": "title page",
+    "title-page": "title page",
+    "halftitlepage": "half-title page",
     "copyright-page": "copyright page",
     "copyright": "copyright page",
     "imprint": "imprint",
@@ -33,9 +36,35 @@ SKIP_TITLES = [
     (re.compile(r"^colophon$"), "colophon"),
     (re.compile(r"^(index|general index|index of names)$"), "index"),
     (re.compile(r"^(cover|cover image|cover page|couverture)$"), "cover"),
+    (re.compile(r"^(title ?page|half[- ]?title( page)?|page de titre)$"), "title page"),
+    (re.compile(r"^(transcriber'?s'? notes?|notes? (du|de la|des) transcri\w+|notes? de transcription|"
+                r"anmerkungen? zur transkription|nota del transcriptor|corrections|errata|erratum|"
+                r"(list of )?(typographical )?errors corrected)$"), "transcriber's note"),
+    (re.compile(r"^(works by|other works by|other books by|books by|also by|by the same author|du m[eê]me auteur|"
+                r"(publishers?'? )?advertisements?|catalogue of (new )?books)\b"), "publisher's adverts"),
     # Legal boilerplate that Project Gutenberg appends to every book; not part of the work.
     (re.compile(r"project gutenberg|full license"), "Project Gutenberg licence"),
 ]
+# File names that say what a file is (Standard Ebooks, Calibre, InDesign and most producers use them).
+SKIP_FILES = [
+    (re.compile(r"(^|[_-])(title[_-]?page|titlepage)([_-]|$)"), "title page"),
+    (re.compile(r"(^|[_-])half[_-]?title([_-]?page)?([_-]|$)"), "half-title page"),
+    (re.compile(r"(^|[_-])(copyright|copyright[_-]page)([_-]|$)"), "copyright page"),
+    (re.compile(r"(^|[_-])imprint([_-]|$)"), "imprint"),
+]
+# Text that only a rights / imprint page carries; looked for in short spans only.
+COPYRIGHT_TEXT = re.compile(r"©|\ball rights reserved\b|\bISBN[\s:‐-]*[\dX‐-]{10,17}|tous droits|alle rechte vorbehalten|"
+                            r"todos los derechos|tutti i diritti|版权|版權|著作権|זכויות", re.IGNORECASE)
+# A transcriber's account of the e-book edition (Gutenberg's "Au lecteur", "Transcriber's Note").
+TRANSCRIBER_TEXT = re.compile(r"\btranscriber'?s? note|\bthis e-?book\b|ce livre [ée]lectronique|note du transcripteur|"
+                              r"dieses e-?book", re.IGNORECASE)
+SHORT_TEXT = 2000  # characters of body text: a rights page or a note on the edition is shorter
+TITLE_PAGE_TEXT = 1000  # characters of body text under an entry named like the book: its title page
+# What --keep-front-matter reads after all: parts of the printed book, not packaging.
+FRONT_MATTER = ("title page", "half-title page", "copyright page", "imprint", "transcriber's note",
+                "publisher's adverts")
+# Sections that only group others; the first typed element inside them says what a file is.
+DIVISION_TYPES = frozenset(["frontmatter", "bodymatter", "backmatter"])
 PG_START = re.compile(r"^\*+\s*START OF (THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
 PG_END = re.compile(r"^(\*+\s*END OF (THE|THIS) PROJECT GUTENBERG|END OF (THE )?PROJECT GUTENBERG)",
                     re.IGNORECASE)
@@ -65,7 +94,7 @@ class DocStart:
 @dataclass
 class Boundary:
     entry: TocEntry
-    source: str
+    source: str | None  # None: an unlinked divider
 
 
 @dataclass
@@ -82,13 +111,14 @@ class Cutter:
     """Cuts one book's stream into titled spans, reporting what it skips in `skipped`."""
 
     def __init__(self, title: str, docs: dict[str, DocInfo], landmarks: dict, landmark_source: str,
-                 cover_images: set[str], skipped: list[Skipped]):
+                 cover_images: set[str], skipped: list[Skipped], keep_front_matter: bool = False):
         self.title = title
         self.docs = docs
         self.landmarks = landmarks
         self.landmark_source = landmark_source  # "landmarks" (EPUB3 nav) or "guide" (EPUB2)
         self.cover_images = cover_images
         self.skipped = skipped
+        self.keep_front_matter = keep_front_matter
 
     def trim_gutenberg(self, stream: list) -> list:
         """Cut the Project Gutenberg header (up to '*** START OF …') and footer ('End of …')."""
@@ -123,6 +153,9 @@ class Cutter:
                 unsourced = it.name
             elif isinstance(it, Boundary):
                 skipping_doc, unsourced = False, None
+                if it.source is None:  # an unlinked divider (<span> in the nav): a marker of its own
+                    spans.append(Span(it.entry))
+                    continue
                 doc, _, fragment = it.source.partition("#")
                 info = self.docs[doc]
                 types = info.anchor_types.get(fragment, set()) if fragment else info.types
@@ -130,18 +163,20 @@ class Cutter:
                                   images=len(info.images) if not fragment else 0))
             elif not skipping_doc:
                 if unsourced:
+                    if spans[-1].entry is None and not spans[-1].blocks:  # text before the first entry
+                        spans[-1].types = set(self.docs[unsourced].types)
                     add_sources(spans[-1], [unsourced])
                     unsourced = None
                 spans[-1].blocks.append(it)
         for span in spans:
-            key = (span.entry.doc, span.entry.fragment) if span.entry else None
-            title = span.entry.title if span.entry else ""
-            span.skip = self._skip_reason(span.types, key, title) if span.entry else None
+            span.skip = self._span_skip_reason(span)
+        _title_page_lines(spans)
+        _inherit_skips(spans)
         return spans
 
     def _doc_skip_reason(self, name: str, info: DocInfo) -> str | None:
         """Why a file that no TOC entry points at is not read, if it is not."""
-        reason = self._skip_reason(info.types, (name, None), "")
+        reason = self._marked(info.types, (name, None), "", name)
         if reason or info.has_text:
             return reason
         if set(info.images) & self.cover_images:
@@ -149,7 +184,29 @@ class Cutter:
         # A file with nothing at all in it (e.g. only the Gutenberg footer box) is not worth a line.
         return "no text (images only)" if info.images else None
 
-    def _skip_reason(self, types: set[str], key, title: str) -> str | None:
+    def _span_skip_reason(self, span: Span) -> str | None:
+        """Why a span is not read: how it is marked, else what its text says it is."""
+        entry = span.entry
+        if entry is None and not span.blocks:
+            return None
+        doc = entry.doc if entry else (span.sources[0].partition("#")[0] if span.sources else None)
+        key = (entry.doc, entry.fragment) if entry and entry.doc else None
+        reason = self._marked(span.types, key, span_title(span, ""), doc)
+        if reason:
+            return reason
+        body = sum(len(b.text) for b in span.blocks if not b.heading)
+        if span.blocks and body <= SHORT_TEXT:
+            text = " ".join(b.text for b in span.blocks)
+            if COPYRIGHT_TEXT.search(text):
+                return "copyright page (text)"
+            if TRANSCRIBER_TEXT.search(text):
+                return "transcriber's note (text)"
+        if entry is not None and body <= TITLE_PAGE_TEXT and names_book(entry.title, self.title):
+            return "title page (the book's title)"
+        return None
+
+    def _marked(self, types: set[str], key, title: str, doc: str | None) -> str | None:
+        """Front/back matter by its epub:type or role, landmark or guide, title, or file name."""
         for kind, label in SKIP_TYPES.items():
             if kind in types:
                 return f"{label} (epub:type)"
@@ -157,34 +214,37 @@ class Cutter:
         for kind, label in SKIP_TYPES.items():
             if kind in landmark:
                 return f"{label} ({self.landmark_source})"
-        folded = re.sub(r"[\s.:]+$", "", clean(title).lower())
+        folded = re.sub(r"[\s.:]+$", "", clean(title).lower().replace("’", "'"))
         for pattern, label in SKIP_TITLES:
             if pattern.search(folded):
                 return f"{label} (title)"
+        stem = posixpath.splitext(posixpath.basename(doc or ""))[0].lower()
+        for pattern, label in SKIP_FILES:
+            if pattern.search(stem):
+                return f"{label} (file name)"
         return None
 
     # -- chapters ----------------------------------------------------------------------------
 
-    def chapters(self, spans: list[Span], entries: list[TocEntry]) -> list[tuple[str, Span]]:
-        """Report skipped and empty spans, merge heading-only ones, and title the rest."""
-        kept = []
+    def chapters(self, spans: list[Span]) -> list[tuple[str, Span]]:
+        """One chapter per TOC entry, titled by its label; skipped and empty spans are reported."""
+        titled = []
         for span in spans:
-            if span.skip:
-                self.skipped.append(Skipped(span.entry.title, span.skip))
+            if span.skip and not (self.keep_front_matter and span.skip.split(" (")[0] in FRONT_MATTER):
+                self.skipped.append(Skipped(span_title(span, self.title), span.skip))
+            elif span.entry is None:
+                if span.blocks:
+                    titled.append((span_title(span, self.title), span))
             elif span.blocks:
-                kept.append(span)
-            elif span.entry is not None and not span.entry.children:
+                titled.append((span.entry.title or "Untitled", span))
+            elif span.entry.title and (span.entry.children or span.entry.doc is None):
+                # A divider that shares its target with its first child (or has none): its label is
+                # what there is to read, so "Part Two" is still heard and still has its marker.
+                span.blocks = [Block(span.entry.title, heading=True)]
+                titled.append((span.entry.title, span))
+            else:
                 reason = "no text (images only)" if span.images else "no text"
                 self.skipped.append(Skipped(span.entry.title, reason))
-        no_text = {id(s.entry) for s in spans if s.entry and not s.has_body and not s.skip}
-        wrappers = book_wrappers(entries, self.title)
-        titled = []
-        for span in merge_heading_only(kept):
-            if span.entry is not None:
-                title = chapter_title(span, no_text, wrappers)
-            else:
-                title = next((b.text for b in span.blocks if b.heading), "") or self.title
-            titled.append((title, span))
         return titled
 
     @staticmethod
@@ -217,42 +277,50 @@ def to_chapter(title: str, span: Span) -> Chapter:
     )
 
 
-def merge_heading_only(spans: list[Span]) -> list[Span]:
-    """Join spans that hold only headings to the span that follows them (or precedes them, when
-    they are nested deeper than what follows, like 'THE END.' closing a chapter)."""
-    result: list[Span] = []
-    pending: list[Span] = []
-    for index, span in enumerate(spans):
-        if not span.has_body and span.entry is not None:
-            nxt = spans[index + 1] if index + 1 < len(spans) else None
-            closes_previous = result and (nxt is None or (
-                nxt.entry is not None and span.entry.depth > nxt.entry.depth and not span.entry.children))
-            if closes_previous and not pending:
-                result[-1].blocks.extend(span.blocks)
-                add_sources(result[-1], span.sources)
-                continue
-            pending.append(span)
-            continue
-        if pending:
-            span = join(pending + [span], body=span)
-            pending = []
-        result.append(span)
-    if pending:
-        if result:
-            for span in pending:
-                result[-1].blocks.extend(span.blocks)
-                add_sources(result[-1], span.sources)
-        else:
-            result.append(join(pending, body=pending[-1]))
-    return result
+def span_title(span: Span, fallback: str) -> str:
+    """A span's TOC label; text before the first entry is named by its first heading."""
+    if span.entry is not None:
+        return span.entry.title
+    return next((b.text for b in span.blocks if b.heading), "") or fallback
 
 
-def join(spans: list[Span], body: Span) -> Span:
-    joined = Span(body.entry)
+def names_book(label: str, book_title: str) -> bool:
+    """Whether a label is the book's title, or its main title before a subtitle."""
+    main = re.split(r"\s*[/:;—]\s*|\s+-\s+", book_title, maxsplit=1)[0]
+    return bool(fold(label)) and fold(label) in (fold(book_title), fold(main))
+
+
+def fold(s: str) -> str:
+    return re.sub(r"\W+", " ", s.casefold()).strip()
+
+
+def _title_page_lines(spans: list[Span]):
+    """Heading-only spans that follow a title page in its own file are lines of it (Gutenberg's
+    NCX makes an entry of every line: "BY", "LEWIS CARROLL", "1886")."""
+    run_doc, reason = None, None
     for span in spans:
-        joined.blocks.extend(span.blocks)
-        add_sources(joined, span.sources)
-    return joined
+        doc = span.entry.doc if span.entry else None
+        if span.skip and span.skip.startswith(("title page", "half-title page")):
+            run_doc, reason = doc, span.skip.split(" (")[0] + " (a line of the title page)"
+        elif run_doc and doc == run_doc and span.entry is not None and not span.skip and not span.has_body:
+            span.skip = reason
+        else:
+            run_doc = None
+
+
+def _inherit_skips(spans: list[Span]):
+    """An entry nested under a skipped one, in the same file, is part of it (the publisher's
+    "WORKS BY …" page and its "PUBLISHED BY" line). Entries in other files are not: Standard
+    Ebooks nests the whole book under its half-title page."""
+    skipped = {id(s.entry): s.skip for s in spans if s.entry is not None and s.skip}
+    for span in spans:
+        if span.entry is None or span.skip:
+            continue
+        for ancestor in span.entry.ancestors():
+            if id(ancestor) in skipped and ancestor.doc == span.entry.doc:
+                span.skip = skipped[id(ancestor)]
+                skipped[id(span.entry)] = span.skip
+                break
 
 
 def add_sources(span: Span, sources: list[str]):
@@ -261,52 +329,35 @@ def add_sources(span: Span, sources: list[str]):
             span.sources.append(source)
 
 
-def book_wrappers(entries: list[TocEntry], book_title: str) -> set[int]:
-    """Entries that name the whole book rather than a part of it."""
-    top = [e for e in entries if e.parent is None]
-    wrappers = {id(e) for e in entries if same_title(e.title, book_title)}
-    if len(top) == 1:
-        wrappers.add(id(top[0]))
-    return wrappers
-
-
-def same_title(a: str, b: str) -> bool:
-    def fold(s):
-        return re.sub(r"\W+", " ", s.casefold()).strip()
-    return fold(a) == fold(b)
-
-
-def chapter_title(span: Span, no_text: set[int], wrapper: set[int]) -> str:
-    prefix = [a.title for a in span.entry.ancestors()
-              if (a.doc is None or id(a) in no_text) and id(a) not in wrapper and a.title]
-    return TITLE_SEPARATOR.join(prefix + [span.entry.title or "Untitled"])
-
-
-# Per-document facts
-
-
 def doc_info(root, name: str, anchors: set[str], items) -> DocInfo:
     body = find_body(root)
-    types = set(epub_types(body))
-    for el in body.iter():
-        if el is not body and isinstance(el.tag, str) and epub_types(el):
-            types |= epub_types(el)
-            break
+    types = set(semantic_types(body))
+    for el in body.iter():  # the first typed element, looking inside frontmatter/bodymatter wrappers
+        if el is not body and isinstance(el.tag, str) and semantic_types(el):
+            types |= semantic_types(el)
+            if not semantic_types(el) <= DIVISION_TYPES:
+                break
     anchor_types: dict[str, set[str]] = {}
     if anchors:
         for el in body.iter():
             el_id = el.get("id") if isinstance(el.tag, str) else None
             if el_id in anchors:
-                found = set(epub_types(el))
+                found = set(semantic_types(el))
                 for parent in el.iterancestors():
-                    found |= epub_types(parent)
-                first_child = next((c for c in el if isinstance(c.tag, str) and epub_types(c)), None)
+                    found |= semantic_types(parent)
+                first_child = next((c for c in el if isinstance(c.tag, str) and semantic_types(c)), None)
                 if first_child is not None:
-                    found |= epub_types(first_child)
+                    found |= semantic_types(first_child)
                 anchor_types[el_id] = found
     found = {it.id for it in items if isinstance(it, Anchor)}
     has_text = any(isinstance(it, Block) for it in items)
     return DocInfo(doc_title(root), types, anchor_types, images(body, name), found, has_text)
+
+
+def semantic_types(el) -> set[str]:
+    """epub:type values and DPUB-ARIA roles ("doc-colophon" → "colophon") of an element."""
+    roles = (el.get("role") or "").split()
+    return epub_types(el) | {r[4:] for r in roles if r.startswith("doc-")}
 
 
 def images(body, name: str) -> list[str]:

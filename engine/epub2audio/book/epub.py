@@ -75,9 +75,10 @@ XHTML_TYPES = ("application/xhtml+xml", "text/html", "application/x-dtbook+xml")
 # Public entry point
 
 
-def load_book(path: str | Path, notes: str = "skip") -> Book:
+def load_book(path: str | Path, notes: str = "skip", keep_front_matter: bool = False) -> Book:
     """Read an EPUB file into a Book. Raises InputError (one line, naming the file) if unreadable.
-    `notes`: "skip", "inline" or "chapter-end" (see the module docstring)."""
+    `notes`: "skip", "inline" or "chapter-end" (see the module docstring). `keep_front_matter`:
+    read title, copyright and imprint pages, transcriber's notes and publisher's adverts after all."""
     path = Path(path)
     if notes not in NOTE_POLICIES:
         raise InputError(f"--notes must be one of {', '.join(NOTE_POLICIES)}, not {notes!r}")
@@ -97,7 +98,7 @@ def load_book(path: str | Path, notes: str = "skip") -> Book:
             epub.EpubException) as exc:
         raise InputError(f"{path.name}: not a readable EPUB ({_describe(exc)})") from None
     try:
-        return _Loader(path, package, notes).load()
+        return _Loader(path, package, notes, keep_front_matter).load()
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError, ValueError, etree.LxmlError,
             epub.EpubException) as exc:
         raise InputError(f"{path.name}: not a readable EPUB ({_describe(exc)})") from None
@@ -134,8 +135,9 @@ def _describe(exc: Exception) -> str:
 
 
 class _Loader:
-    def __init__(self, path: Path, book: epub.EpubBook, notes: str = "skip"):
+    def __init__(self, path: Path, book: epub.EpubBook, notes: str = "skip", keep_front_matter: bool = False):
         self.path = path
+        self.keep_front_matter = keep_front_matter
         self.book = book
         self.meta = Metadata(book)
         self.roots: dict[str, object] = {}
@@ -162,13 +164,13 @@ class _Loader:
         if self.notes:
             self.notes.find(spine)
         cutter = Cutter(self.title, self.docs, self.landmarks, "landmarks" if self.nav_item else "guide",
-                        self.cover_images, self.skipped)
+                        self.cover_images, self.skipped, self.keep_front_matter)
         stream = self._stream(spine, entries)
         stream = cutter.trim_gutenberg(stream)
         spans = cutter.spans(stream, [e for e in entries if e.doc])
         if self.notes:
             self.notes.lift(spans)
-        titled = cutter.chapters(spans, entries)
+        titled = cutter.chapters(spans)
         if not any(span.entry is not None for _, span in titled):
             titled = cutter.chapters_from_headings(titled)
         if self.notes:
@@ -226,8 +228,10 @@ class _Loader:
         return root
 
     def _linear_spine(self) -> list[str]:
-        """Spine file names in reading order; non-linear items and the nav document are reported."""
+        """Spine file names in reading order; the nav document and non-linear items are reported,
+        except non-linear items that a TOC entry points at: those are read where the TOC puts them."""
         names, self.nonlinear_docs = [], []
+        nonlinear: dict[str, object] = {}
         nav_name = self.nav_item.get_name() if self.nav_item else None
         for idref, linear in self.book.spine:
             item = self.book.get_item_with_id(idref)
@@ -241,10 +245,30 @@ class _Loader:
                 self.skipped.append(Skipped(self._doc_label(item), "table of contents (nav document)"))
             elif str(linear).lower() == "no":
                 self.nonlinear_docs.append(name)
-                self.skipped.append(Skipped(self._doc_label(item), "non-linear spine item"))
+                nonlinear.setdefault(name, item)
             elif name not in names:
                 names.append(name)
+        placed = self._place_by_toc(names, set(nonlinear))
+        for name, item in nonlinear.items():
+            if name not in placed:
+                self.skipped.append(Skipped(self._doc_label(item), "non-linear spine item"))
         return names
+
+    def _place_by_toc(self, names: list[str], nonlinear: set[str]) -> set[str]:
+        """Insert the non-linear files that TOC entries point at after the file of the entry before
+        them (at the start if none); returns the files placed."""
+        placed: set[str] = set()
+        previous = None  # the file, already in reading order, that the previous entry points at
+        for entry in flatten(self.raw_toc):
+            if entry.doc in nonlinear and entry.doc not in placed and entry.doc not in names:
+                at = names.index(previous) + 1 if previous in names else 0
+                while at < len(names) and names[at] in placed:  # after those placed there before
+                    at += 1
+                names.insert(at, entry.doc)
+                placed.add(entry.doc)
+            if entry.doc in names:
+                previous = entry.doc
+        return placed
 
     def _doc_label(self, item) -> str:
         """A name for a spine file in the skip report: its TOC label, heading or <title>."""
@@ -267,6 +291,14 @@ class _Loader:
             if entry.doc:
                 by_doc.setdefault(entry.doc, []).append(entry)
         stream: list = []
+        opened: set[int] = set()
+
+        def boundaries(entry: TocEntry, source: str) -> list[Boundary]:
+            """The entry's boundary, after one for each unlinked divider above it not yet opened."""
+            found = [Boundary(a, None) for a in entry.ancestors() if a.doc is None and id(a) not in opened]
+            opened.update(id(b.entry) for b in found)
+            return found + [Boundary(entry, source)]
+
         for name in spine:
             root = self._root(name)
             doc_entries = by_doc.get(name, [])
@@ -280,10 +312,12 @@ class _Loader:
             # Entries whose anchor is missing start at the top of their file.
             for entry in doc_entries:
                 if not entry.fragment or entry.fragment not in self.docs[name].found:
-                    stream.append(Boundary(entry, name))
+                    stream.extend(boundaries(entry, name))
             for it in items:
                 if isinstance(it, Anchor):
-                    stream.extend(Boundary(e, f"{name}#{it.id}") for e in doc_entries if e.fragment == it.id)
+                    for e in doc_entries:
+                        if e.fragment == it.id:
+                            stream.extend(boundaries(e, f"{name}#{it.id}"))
                 else:
                     stream.append(it)
         return stream
