@@ -397,3 +397,66 @@ def test_svg_only_cover_is_none(tmp_path):
     b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml("<p>x</p>")}, nav=[("A", "a.xhtml")],
                             extra_items={"cover.svg": svg}))
     assert b.cover is None
+
+
+def test_toc_entry_on_a_non_linear_file_is_read_where_the_toc_puts_it(tmp_path):
+    docs = {"a.xhtml": xhtml("<h1>One</h1><p>Body one.</p>"), "b.xhtml": xhtml("<h1>Three</h1><p>Body three.</p>"),
+            "aside.xhtml": xhtml("<h1>Two</h1><p>The aside.</p>"), "pop.xhtml": xhtml("<h1>Pop-up</h1><p>Not listed.</p>")}
+    path = make_epub(tmp_path, docs, nav=[("One", "a.xhtml"), ("Two", "aside.xhtml"), ("Three", "b.xhtml")],
+                     spine=["a.xhtml", "b.xhtml", "aside.xhtml?nonlinear", "pop.xhtml?nonlinear"])
+    b = load_book(path)
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [
+        ("One", ["One", "Body one."]), ("Two", ["Two", "The aside."]), ("Three", ["Three", "Body three."])]
+    assert [(s.title, s.reason) for s in b.skipped] == [("Pop-up", "non-linear spine item")]
+
+
+def test_ruby_readings_are_never_read(tmp_path):
+    docs = {"a.xhtml": xhtml("<h1>一</h1><p><ruby>山路<rp>(</rp><rt>やまみち</rt><rp>)</rp></ruby>を登りながら、"
+                             "<ruby>山<rt>やま</rt>路<rt>みち</rt></ruby>。</p>")}
+    b = load_book(make_epub(tmp_path, docs, nav=[("一", "a.xhtml")]))
+    assert b.chapters[0].paragraphs == ["一", "山路を登りながら、山路。"]
+
+
+FRONT = {
+    "titlepage.xhtml": xhtml("<h1>The Book</h1><p>A Novel</p>"),  # found by its file name
+    "rights.xhtml": xhtml("<p>כל הזכויות שמורות להוצאה.</p><p>תל אביב 1950</p>"),  # Hebrew: all rights reserved
+    "isbn.xhtml": xhtml("<p>First published 1999.</p><p>ISBN 978-0-14-044913-6</p>"),
+    "tn.xhtml": xhtml("<h2>Transcriber’s Note</h2><p>Obvious typos were fixed.</p>"),
+    "c1.xhtml": xhtml("<h1>Chapter 1</h1><p>It began. The copyright of the tale is nobody's.</p>"),
+    "ads.xhtml": xhtml("<h2>By the Same Author</h2><p>Another Book. 6s.</p>"),
+}
+FRONT_NAV = [("Title", "titlepage.xhtml"), ("זכויות", "rights.xhtml"), ("Edition", "isbn.xhtml"),
+             ("Transcriber’s Note", "tn.xhtml"), ("Chapter 1", "c1.xhtml"), ("By the Same Author", "ads.xhtml")]
+
+
+def test_front_matter_is_skipped_by_file_name_text_and_title_with_the_reason(tmp_path):
+    b = load_book(make_epub(tmp_path, FRONT, nav=FRONT_NAV, title="The Book"))
+    assert [c.title for c in b.chapters] == ["Chapter 1"]
+    assert [(s.title, s.reason) for s in b.skipped] == [
+        ("Title", "title page (file name)"),
+        ("זכויות", "copyright page (text)"),
+        ("Edition", "copyright page (text)"),
+        ("Transcriber’s Note", "transcriber's note (title)"),
+        ("By the Same Author", "publisher's adverts (title)"),
+    ]
+
+
+def test_keep_front_matter_reads_it(tmp_path):
+    b = load_book(make_epub(tmp_path, FRONT, nav=FRONT_NAV, title="The Book"), keep_front_matter=True)
+    assert [c.title for c in b.chapters] == [t for t, _ in FRONT_NAV]
+    assert b.skipped == []
+
+
+def test_short_chapter_named_like_the_book_is_a_title_page_but_a_long_one_is_not(tmp_path):
+    long_text = "<p>" + "Words of the first part. " * 60 + "</p>"
+    docs = {"t.xhtml": xhtml("<h1>Georgia</h1><p>By Someone</p>"), "g.xhtml": xhtml("<h1>GEORGIA</h1>" + long_text)}
+    b = load_book(make_epub(tmp_path, docs, nav=[("Georgia", "t.xhtml"), ("GEORGIA", "g.xhtml")], title="Georgia"))
+    assert [c.title for c in b.chapters] == ["GEORGIA"]
+    assert [(s.title, s.reason) for s in b.skipped] == [("Georgia", "title page (the book's title)")]
+
+
+def test_divider_sharing_its_childs_target_reads_its_label(tmp_path):
+    docs = {"c1.xhtml": xhtml("<h2>Chapter 1</h2><p>Text.</p>")}
+    b = load_book(make_epub(tmp_path, docs, nav=[("Part One", "c1.xhtml", [("Chapter 1", "c1.xhtml")])]))
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [
+        ("Part One", ["Part One"]), ("Chapter 1", ["Chapter 1", "Text."])]
