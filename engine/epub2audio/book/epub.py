@@ -3,28 +3,28 @@ front/back matter that should not be read, and read the metadata and cover.
 
 How chapters are made
 ---------------------
-Reading order is the spine (items with linear="no" are skipped and reported). Chapter boundaries
-come from the EPUB3 nav document, else the NCX. An entry pointing at `file#id` splits that file at
-the element with that id; text runs from one entry's target to the next entry's target in spine
-order, across as many files as lie between them. Text before the first entry is kept as its own
-chapter (titled by its first heading, else the book title). Entries are then handled as follows:
+Reading order is the spine (items with linear="no" are skipped and reported, unless a TOC entry
+points at them: then they are read where the TOC puts them). Chapter boundaries come from the
+EPUB3 nav document, else the NCX (book/toc.py); cutting and skipping live in book/chapters.py. An
+entry pointing at `file#id` splits that file at the element with that id; text runs from one
+entry's target to the next entry's target in spine order, across as many files as lie between
+them. Text before the first entry is kept as its own chapter (titled by its first heading, else the
+book title) unless it is front matter.
 
-* Front and back matter is skipped and reported: cover, table of contents, copyright page /
-  imprint, colophon, index, and the Project Gutenberg licence. Evidence is looked for in this
-  order: epub:type on the target (or on the file's body/first section), EPUB3 landmarks or the
-  EPUB2 guide, then the entry's title. The Project Gutenberg header and footer are cut from the
-  text (they are marked by "*** START/END OF THE PROJECT GUTENBERG EBOOK" lines).
-* A chapter with no text at all (an image-only title page) is reported as skipped.
-* Nested TOCs become flat chapters. An entry whose own text is only its heading ("Book the First",
-  "Act I", a title-page line) does not become a chapter of its own: its heading is read at the
-  start of the chapter that follows it (or, if it is nested deeper than the entry that follows,
-  such as "THE END." under a chapter, at the end of the chapter before it).
-* Titles: a chapter is titled by its own TOC label, prefixed by the labels of its ancestors that
-  have no text of their own (heading-only entries and unlinked <span> headings), joined with
-  " — ". So "Book the First: Recalled to Life — I: The Period" and "Act I — Scene II". An ancestor
-  that names the whole book (its label equals the book title, or it is the only top-level entry)
-  is left out of titles. Ancestors that have text of their own are chapters themselves and do not
-  prefix their children ("Climate and Soils", not "GEORGIA — Climate and Soils").
+* One chapter (one marker) per TOC entry, titled exactly by its label. A heading-only entry ("Book
+  the First", "Act I") keeps its own short chapter that reads its heading; an unlinked <span>
+  divider, or one sharing its child's target, reads its label, placed before its first child.
+* Skipped and reported, with the evidence: cover, table of contents, title and half-title pages,
+  copyright page / imprint, colophon, index, transcriber's notes, publisher's adverts and the
+  Project Gutenberg licence. Evidence, in order: epub:type or DPUB-ARIA role on the target (or
+  the file's body / first typed section), EPUB3 landmarks or the EPUB2 guide, the entry's title,
+  the file name (titlepage, halftitle, copyright, imprint), then the text of short spans (©, "All
+  rights reserved", ISBN, "Tous droits", 版权, זכויות, "this e-book") and a short entry named like
+  the book (a title page; the heading-only entries after it in its file are its lines). Entries
+  nested under a skipped one in the same file go with it. `keep_front_matter` reads title,
+  copyright and imprint pages, transcriber's notes and adverts after all. The Project Gutenberg
+  header and footer are cut from the text ("*** START/END OF THE PROJECT GUTENBERG EBOOK").
+* A chapter with no text at all (an image-only page) is reported as skipped.
 * Notes (`notes=`): note references are found by EPUB semantics (epub:type noteref,
   role="doc-noteref", and for EPUB2/Gutenberg books a link whose text is only a number or note
   symbol); the note is the element the link points at, widened to the enclosing footnote /
