@@ -229,7 +229,7 @@ class Cutter:
     def chapters(self, spans: list[Span]) -> list[tuple[str, Span]]:
         """One chapter per TOC entry, titled by its label; skipped and empty spans are reported."""
         titled = []
-        for span in spans:
+        for index, span in enumerate(spans):
             if span.skip and not (self.keep_front_matter and span.skip.split(" (")[0] in FRONT_MATTER):
                 self.skipped.append(Skipped(span_title(span, self.title), span.skip))
             elif span.entry is None:
@@ -237,7 +237,8 @@ class Cutter:
                     titled.append((span_title(span, self.title), span))
             elif span.blocks:
                 titled.append((span.entry.title or "Untitled", span))
-            elif span.entry.title and (span.entry.children or span.entry.doc is None):
+            elif (span.entry.title and (span.entry.children or span.entry.doc is None)
+                  and not _same_as_next(span, spans[index + 1:index + 2])):
                 # A divider that shares its target with its first child (or has none): its label is
                 # what there is to read, so "Part Two" is still heard and still has its marker.
                 span.blocks = [Block(span.entry.title, heading=True)]
@@ -292,6 +293,12 @@ def names_book(label: str, book_title: str) -> bool:
 
 def fold(s: str) -> str:
     return re.sub(r"\W+", " ", s.casefold()).strip()
+
+
+def _same_as_next(span: Span, after: list[Span]) -> bool:
+    """An empty span whose label the next span repeats: the same place named twice (a TOC nested
+    3,000 deep, each level pointing at one file) gives one chapter, not 3,000."""
+    return bool(after) and after[0].entry is not None and fold(after[0].entry.title) == fold(span.entry.title)
 
 
 def _title_page_lines(spans: list[Span]):
