@@ -8,6 +8,7 @@ import pytest
 from corpus_expectations import BOOKS, BROKEN
 from epub_factory import make_epub, xhtml
 from epub2audio.book.epub import load_book
+from epub2audio.book.model import Skipped
 from epub2audio.errors import InputError
 
 # -- the corpus ---------------------------------------------------------------------------------
@@ -83,33 +84,39 @@ def test_moby_dick_first_paragraph(corpus):  # its load time is measured by benc
     assert loomings.sources == ["chapter_001.xhtml"]
 
 
-def test_tale_of_two_cities_divider_headings_are_read_with_first_chapter(corpus):
-    first = chapter(book(corpus, "a-tale-of-two-cities-nested-books-se-epub3.epub"),
-                    "Book the First: Recalled to Life — I: The Period")
-    assert first.paragraphs[:3] == ["A Tale of Two Cities", "Book the First. Recalled to Life", "I. The Period"]
-    assert first.paragraphs[3].startswith("It was the best of times, it was the worst of times")
+def test_tale_of_two_cities_book_dividers_are_short_chapters_of_their_own(corpus):
+    b = book(corpus, "a-tale-of-two-cities-nested-books-se-epub3.epub")
+    divider = chapter(b, "Book the First: Recalled to Life")
+    assert (divider.paragraphs, divider.sources) == (["Book the First. Recalled to Life"], ["text/book-1.xhtml"])
+    first = chapter(b, "I: The Period")
+    assert first.paragraphs[0] == "I. The Period"
+    assert first.paragraphs[1].startswith("It was the best of times, it was the worst of times")
     # The word joiner before each em dash is gone.
-    assert "we were all going direct the other way—in short" in first.paragraphs[3]
-    assert first.sources == ["text/halftitlepage.xhtml", "text/book-1.xhtml", "text/chapter-1-1.xhtml"]
+    assert "we were all going direct the other way—in short" in first.paragraphs[1]
+    assert first.sources == ["text/chapter-1-1.xhtml"]
+    # The half-title page nests the whole book in the nav; only the page itself is skipped.
+    assert "A Tale of Two Cities" not in [p for c in b.chapters for p in c.paragraphs]
 
 
 def test_hamlet_speakers_are_read_with_their_lines(corpus):
     b = book(corpus, "hamlet-drama-tables-se-epub3.epub")
-    scene = chapter(b, "Act I — Scene I")
-    assert scene.paragraphs[:5] == ["Hamlet", "Act I", "Scene I", "Elsinore. A platform before the castle.",
+    assert chapter(b, "Act I").paragraphs == ["Act I"]
+    scene = b.chapters[[c.title for c in b.chapters].index("Act I") + 1]
+    assert scene.title == "Scene I"
+    assert scene.paragraphs[:3] == ["Scene I", "Elsinore. A platform before the castle.",
                                     "Francisco at his post. Enter to him Bernardo."]
-    assert scene.paragraphs[5:7] == ["Bernardo: Who’s there?", "Francisco: Nay, answer me: stand, and unfold yourself."]
+    assert scene.paragraphs[3:5] == ["Bernardo: Who’s there?", "Francisco: Nay, answer me: stand, and unfold yourself."]
     # A speech in verse: its lines end in pauses.
     assert "Francisco: For this relief much thanks: ’tis bitter cold, And I am sick at heart." in scene.paragraphs
     whole = "\n".join(text_of(c) for c in b.chapters)
     assert "And either master the devil, or throw him out" in whole  # endnote marker "1" dropped
-    assert scene.sources == ["text/halftitlepage.xhtml", "text/act-1.xhtml", "text/act-1.xhtml#scene-1-1"]
+    assert scene.sources == ["text/act-1.xhtml#scene-1-1"]
 
 
 def test_waste_land_fragments_verse_and_line_numbers(corpus):
     b = book(corpus, "the-waste-land-poetry-notes-epub3.epub")
-    front = chapter(b, "The Waste Land")
-    assert front.paragraphs[-1] == "For Ezra Pound: il miglior fabbro"
+    # The text before the first entry is <section epub:type="titlepage">: skipped, and said so.
+    assert b.skipped == [Skipped("The Waste Land", "title page (epub:type)")]
     burial = chapter(b, "I. THE BURIAL OF THE DEAD")
     assert burial.sources == ["wasteland-content.xhtml#ch1"]
     stanza = burial.paragraphs[1]
@@ -130,11 +137,14 @@ def test_georgia_noterefs_table_and_inline_aside(corpus):
 
 def test_childrens_literature_page_numbers_script_and_hidden_toc(corpus):
     b = book(corpus, "childrens-literature-unlinked-toc-long-section-epub3.epub")
-    first = b.chapters[0]
-    assert first.paragraphs[:2] == ["SECTION IV FAIRY STORIES—MODERN FANTASTIC TALES", "BIBLIOGRAPHY"]
+    assert b.chapters[0].paragraphs == ["SECTION IV FAIRY STORIES—MODERN FANTASTIC TALES"]
+    # An unlinked author <span> is a marker of its own, before its first story, reading its label.
+    author = chapter(b, "Abram S. Isaacs")
+    assert (author.paragraphs, author.kinds) == (["Abram S. Isaacs"], ["heading"])
+    assert b.chapters[b.chapters.index(author) + 1].title == "190 A FOUR-LEAVED CLOVER"
     everything = "\n".join(text_of(c) for c in b.chapters)
     assert "removeHidden" not in everything and "\n169\n" not in everything
-    rabbi = chapter(b, "Abram S. Isaacs — I. The Rabbi and the Diadem")
+    rabbi = chapter(b, "I. The Rabbi and the Diadem")
     assert rabbi.paragraphs[1].startswith("Great was the alarm in the palace of Rome")
 
 
@@ -142,7 +152,7 @@ def test_herodotus_book_one_spans_its_split_files(corpus):
     b = book(corpus, "herodotus-vol1-split-chapters-footnotes-epub2-ncx.epub")
     book_one = chapter(b, "BOOK I. THE FIRST BOOK OF THE HISTORIES, CALLED CLIO")
     prefix = "1069079595113376059_2707-h-"
-    assert book_one.sources == [f"{prefix}0.htm.html#pgepubid00006", f"{prefix}0.htm.html#pgepubid00007",
+    assert book_one.sources == [f"{prefix}0.htm.html#pgepubid00007",
                                 f"{prefix}1.htm.html", f"{prefix}2.htm.html", f"{prefix}3.htm.html",
                                 f"{prefix}4.htm.html"]
     text = text_of(book_one)
@@ -169,13 +179,15 @@ def test_vingt_mille_lieues_skips_image_links_and_keeps_french(corpus):
     assert all("Agrandir" not in text_of(c) for c in b.chapters)
 
 
-def test_alice_the_end_closes_chapter_four(corpus):
+def test_alice_every_toc_entry_is_a_marker_and_the_title_page_lines_are_skipped(corpus):
     b = book(corpus, "alice-under-ground-facsimile-images-epub2-ncx.epub")
-    assert chapter(b, "Chapter IV").paragraphs[-1] == "THE END."
+    assert chapter(b, "Chapter IV").paragraphs[-1] == "happy summer days."
+    assert chapter(b, "THE END.").paragraphs == ["THE END."]  # an entry of its own under Chapter IV
     assert chapter(b, "POSTSCRIPT.").paragraphs[0] == "POSTSCRIPT."
-    assert chapter(b, "Chapter I").paragraphs[:2] == [
-        "ALICE'S ADVENTURES UNDER GROUND",
-        'BEING A FACSIMILE OF THE ORIGINAL MS. BOOK AFTERWARDS DEVELOPED INTO "ALICE\'S ADVENTURES IN WONDERLAND"']
+    assert chapter(b, "Chapter I").paragraphs[0] == "Chapter I"  # the title-page lines are not read
+    reasons = dict((s.title, s.reason) for s in b.skipped)
+    assert reasons["LEWIS CARROLL"] == "title page (a line of the title page)"
+    assert reasons["PUBLISHED BY"] == "publisher's adverts (title)"  # nested under "WORKS BY LEWIS CARROLL."
 
 
 def test_regime_arabic_text(corpus):
@@ -300,7 +312,7 @@ def test_nav_is_preferred_over_ncx(tmp_path):
     assert [c.title for c in load_book(ncx_only).chapters] == ["NCX X", "NCX Y"]
 
 
-def test_nested_dividers_prefix_titles_and_unlinked_spans(tmp_path):
+def test_every_entry_is_a_chapter_titled_by_its_own_label(tmp_path):
     docs = {"part.xhtml": xhtml("<h1>Part One</h1>"),
             "c1.xhtml": xhtml("<h2>Chapter 1</h2><p>Text one.</p>"),
             "c2.xhtml": xhtml("<h2>Chapter 2</h2><p>Text two.</p>"),
@@ -311,12 +323,14 @@ def test_nested_dividers_prefix_titles_and_unlinked_spans(tmp_path):
            ("Part Two", "intro.xhtml", [("Chapter 3", "c3.xhtml")]),
            ("An Author", None, [("Story", "s.xhtml")])]
     b = load_book(make_epub(tmp_path, docs, nav=nav))
-    assert [(c.title, c.paragraphs[0]) for c in b.chapters] == [
-        ("Part One — Chapter 1", "Part One"),  # a heading-only part is read with its first chapter
-        ("Part One — Chapter 2", "Chapter 2"),
-        ("Part Two", "Part Two"),  # a part with its own text is a chapter and prefixes nothing
-        ("Chapter 3", "Chapter 3"),
-        ("An Author — Story", "Story"),
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [
+        ("Part One", ["Part One"]),  # a heading-only part keeps its own short chapter
+        ("Chapter 1", ["Chapter 1", "Text one."]),  # no ancestor prefix
+        ("Chapter 2", ["Chapter 2", "Text two."]),
+        ("Part Two", ["Part Two", "Part two has an introduction."]),
+        ("Chapter 3", ["Chapter 3", "Text three."]),
+        ("An Author", ["An Author"]),  # an unlinked <span> reads its label before its first child
+        ("Story", ["Story", "A story."]),
     ]
 
 
@@ -383,3 +397,66 @@ def test_svg_only_cover_is_none(tmp_path):
     b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml("<p>x</p>")}, nav=[("A", "a.xhtml")],
                             extra_items={"cover.svg": svg}))
     assert b.cover is None
+
+
+def test_toc_entry_on_a_non_linear_file_is_read_where_the_toc_puts_it(tmp_path):
+    docs = {"a.xhtml": xhtml("<h1>One</h1><p>Body one.</p>"), "b.xhtml": xhtml("<h1>Three</h1><p>Body three.</p>"),
+            "aside.xhtml": xhtml("<h1>Two</h1><p>The aside.</p>"), "pop.xhtml": xhtml("<h1>Pop-up</h1><p>Not listed.</p>")}
+    path = make_epub(tmp_path, docs, nav=[("One", "a.xhtml"), ("Two", "aside.xhtml"), ("Three", "b.xhtml")],
+                     spine=["a.xhtml", "b.xhtml", "aside.xhtml?nonlinear", "pop.xhtml?nonlinear"])
+    b = load_book(path)
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [
+        ("One", ["One", "Body one."]), ("Two", ["Two", "The aside."]), ("Three", ["Three", "Body three."])]
+    assert [(s.title, s.reason) for s in b.skipped] == [("Pop-up", "non-linear spine item")]
+
+
+def test_ruby_readings_are_never_read(tmp_path):
+    docs = {"a.xhtml": xhtml("<h1>一</h1><p><ruby>山路<rp>(</rp><rt>やまみち</rt><rp>)</rp></ruby>を登りながら、"
+                             "<ruby>山<rt>やま</rt>路<rt>みち</rt></ruby>。</p>")}
+    b = load_book(make_epub(tmp_path, docs, nav=[("一", "a.xhtml")]))
+    assert b.chapters[0].paragraphs == ["一", "山路を登りながら、山路。"]
+
+
+FRONT = {
+    "titlepage.xhtml": xhtml("<h1>The Book</h1><p>A Novel</p>"),  # found by its file name
+    "rights.xhtml": xhtml("<p>כל הזכויות שמורות להוצאה.</p><p>תל אביב 1950</p>"),  # Hebrew: all rights reserved
+    "isbn.xhtml": xhtml("<p>First published 1999.</p><p>ISBN 978-0-14-044913-6</p>"),
+    "tn.xhtml": xhtml("<h2>Transcriber’s Note</h2><p>Obvious typos were fixed.</p>"),
+    "c1.xhtml": xhtml("<h1>Chapter 1</h1><p>It began. The copyright of the tale is nobody's.</p>"),
+    "ads.xhtml": xhtml("<h2>By the Same Author</h2><p>Another Book. 6s.</p>"),
+}
+FRONT_NAV = [("Title", "titlepage.xhtml"), ("זכויות", "rights.xhtml"), ("Edition", "isbn.xhtml"),
+             ("Transcriber’s Note", "tn.xhtml"), ("Chapter 1", "c1.xhtml"), ("By the Same Author", "ads.xhtml")]
+
+
+def test_front_matter_is_skipped_by_file_name_text_and_title_with_the_reason(tmp_path):
+    b = load_book(make_epub(tmp_path, FRONT, nav=FRONT_NAV, title="The Book"))
+    assert [c.title for c in b.chapters] == ["Chapter 1"]
+    assert [(s.title, s.reason) for s in b.skipped] == [
+        ("Title", "title page (file name)"),
+        ("זכויות", "copyright page (text)"),
+        ("Edition", "copyright page (text)"),
+        ("Transcriber’s Note", "transcriber's note (title)"),
+        ("By the Same Author", "publisher's adverts (title)"),
+    ]
+
+
+def test_keep_front_matter_reads_it(tmp_path):
+    b = load_book(make_epub(tmp_path, FRONT, nav=FRONT_NAV, title="The Book"), keep_front_matter=True)
+    assert [c.title for c in b.chapters] == [t for t, _ in FRONT_NAV]
+    assert b.skipped == []
+
+
+def test_short_chapter_named_like_the_book_is_a_title_page_but_a_long_one_is_not(tmp_path):
+    long_text = "<p>" + "Words of the first part. " * 60 + "</p>"
+    docs = {"t.xhtml": xhtml("<h1>Georgia</h1><p>By Someone</p>"), "g.xhtml": xhtml("<h1>GEORGIA</h1>" + long_text)}
+    b = load_book(make_epub(tmp_path, docs, nav=[("Georgia", "t.xhtml"), ("GEORGIA", "g.xhtml")], title="Georgia"))
+    assert [c.title for c in b.chapters] == ["GEORGIA"]
+    assert [(s.title, s.reason) for s in b.skipped] == [("Georgia", "title page (the book's title)")]
+
+
+def test_divider_sharing_its_childs_target_reads_its_label(tmp_path):
+    docs = {"c1.xhtml": xhtml("<h2>Chapter 1</h2><p>Text.</p>")}
+    b = load_book(make_epub(tmp_path, docs, nav=[("Part One", "c1.xhtml", [("Chapter 1", "c1.xhtml")])]))
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [
+        ("Part One", ["Part One"]), ("Chapter 1", ["Chapter 1", "Text."])]

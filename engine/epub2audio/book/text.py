@@ -44,7 +44,7 @@ BLOCK_TAGS = frozenset(
 )
 HEADING_TAGS = frozenset("h1 h2 h3 h4 h5 h6".split())
 UNREAD_TAGS = frozenset(
-    "head title script style template noscript img svg math audio video object embed iframe "
+    "head title script style template noscript img svg math audio video object embed iframe rt rp "
     "canvas picture source map area input button select textarea".split()
 )
 # epub:type values whose element is never read aloud.
