@@ -121,22 +121,21 @@ def test_milestone_lines_when_not_on_a_terminal_and_pure_json_with_progress_json
     assert run.stdout == ""
     assert run.stderr.splitlines() == [
         "Voice: Test tone (python, int16, 16000 Hz)",
-        "Three Fables of Aesop: 4 chapters, 20 segments, 1,824 characters, about 2:06 of audio",
-        "Read chapter 1 (1 of 4): Three Fables of Aesop",
-        "Read chapter 2 (2 of 4): The Fox and the Grapes",
-        "Read chapter 3 (3 of 4): The Hare and the Tortoise",
-        "Read chapter 4 (4 of 4): The North Wind and the Sun",
+        "Three Fables of Aesop: 3 chapters, 18 segments, 1,768 characters, about 2:02 of audio",
+        "Read chapter 1 (1 of 3): The Fox and the Grapes",
+        "Read chapter 2 (2 of 3): The Hare and the Tortoise",
+        "Read chapter 3 (3 of 3): The North Wind and the Sun",
         "Assembling the M4B…",
         "Checking the M4B…",
         "Check passed: text coverage 100.0%",
-        f"Wrote {out} (2.6 min, 4 chapters)",
+        f"Wrote {out} (2.4 min, 3 chapters)",
     ]
     # Again, all segments now stored, with --progress json: stdout is JSON events only, stderr silent.
     run = epub2audio(SAMPLE, "-o", out, "--voice", "tone", "--progress", "json")
     assert run.code == 0 and run.stderr == ""
     events = [json.loads(line) for line in run.stdout.splitlines()]
     assert [e["event"] for e in events] == ["voice", "book", "plan", "stage", "stage", "stage", "verify", "done"]
-    assert (events[2]["cached"], events[2]["to_render"]) == (20, 0)
+    assert (events[2]["cached"], events[2]["to_render"]) == (18, 0)
     assert run.events("done")[0]["output"] == str(out)
 
 
