@@ -269,3 +269,20 @@ def test_audio_of_the_wrong_text_fails(converted, tmp_path):
     assert [p.chapter for p in report.problems] == [1, 2]
     assert all(c.wer > 0.7 for c in report.chapters)
     assert all(c.coverage == 1.0 for c in report.chapters)  # the plan was right, the audio is not
+
+
+def test_verify_never_imports_render():
+    """render calls verify; verify reads the job from the store and never imports render back,
+    not even inside a function."""
+    import ast
+
+    import epub2audio.audiobook.verify as package
+
+    found = []
+    for path in Path(package.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and "render" in (node.module or "").split("."):
+                found.append(f"{path.name}:{node.lineno}")
+            elif isinstance(node, ast.Import) and any("render" in a.name.split(".") for a in node.names):
+                found.append(f"{path.name}:{node.lineno}")
+    assert found == []

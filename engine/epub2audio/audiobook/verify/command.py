@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     """Exit 0 when every check passes, 1 when one fails, 2 when the input cannot be verified."""
     import sys
 
-    from ...render import job_dir_for
+    from ...store import job_dir_for
 
     if args.windows < 1:
         print("epub2audio: error: --windows must be at least 1", file=sys.stderr)

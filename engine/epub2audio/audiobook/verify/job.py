@@ -1,14 +1,15 @@
-"""The conversion job as verify sees it: where every segment lies in the M4B, and its text.
+"""The conversion job as verify sees it: where every segment lies in the M4B, its text and language,
+and the book's own words of each chapter.
 
-The job's store gives the same parts, WAV then pause, that `render.assemble()` encoded
-(`render.audio_chapters`), so the segment boundaries in samples are the cumulative WAV lengths
-plus pauses.
+`SegmentStore.layout()` gives the same parts, WAV then pause, that `render.assemble()` encoded,
+so the segment boundaries in samples are the cumulative WAV lengths plus pauses. Everything comes
+from the job's store (and the EPUB it recorded); verify never imports render.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .report import Problem
@@ -21,6 +22,8 @@ class _Seg:
     text: str
     start: int  # samples from the start of the M4B
     samples: int  # the WAV's length (its pause follows)
+    pause: int = 0  # samples of planned silence after the WAV
+    lang: str | None = None  # the segment's language where the plan records one (else the book's)
 
 
 @dataclass
@@ -35,10 +38,10 @@ class _Job:
     longest_pause: int = 0  # samples
     has_cover: bool = False
     book: object = None
+    book_texts: dict[int, str] = field(default_factory=dict)  # the book's own words by chapter index
 
 
 def _load_job(job_dir: Path, sample_rate: int, notes: list[str]) -> _Job | None:
-    from ...render import audio_chapters
     from ...store import SegmentStore
     from ..m4b import _part_length
 
@@ -58,27 +61,26 @@ def _load_job(job_dir: Path, sample_rate: int, notes: list[str]) -> _Job | None:
         if row and row.get("sample_rate"):
             rates.add(row["sample_rate"])
     rate = rates.pop() if len(rates) == 1 else sample_rate
-    layout = audio_chapters(store, rate)
-    titles = dict(store.chapters())
+    layout = store.layout(rate)
+    languages = store.plan_languages()
     segs: dict[int, list[_Seg]] = {}
     starts, pos, longest_pause = [], 0, 0
     rows_by_chapter = itertools.groupby(plan, key=lambda r: r[0])
-    for (ci, audio), (ci2, rows) in zip(layout.items(), rows_by_chapter):
+    for (ci, title, parts), (ci2, rows) in zip(layout, rows_by_chapter):
         assert ci == ci2
         starts.append(pos)
-        parts = audio.parts
-        for n, (_c, idx, key, _p) in enumerate(rows):
-            wav, pause = parts[2 * n], parts[2 * n + 1]
+        for (key, pause), (_c, idx, _key, _p) in zip(parts, rows):
             try:
-                length = _part_length(wav, rate, 0, audio.title)
+                length = _part_length(store.audio_path(key), rate, 0, title)
             except Exception:
                 length = 0
                 notes.append(f"chapter {ci + 1} segment {idx + 1}: its WAV is missing or unreadable")
-            segs.setdefault(ci, []).append(_Seg(ci, idx, texts[key] or "", pos, length))
+            segs.setdefault(ci, []).append(_Seg(ci, idx, texts[key] or "", pos, length, pause,
+                                                languages.get((ci, idx))))
             pos += length + pause
             longest_pause = max(longest_pause, pause)
-    job = _Job(store, meta, [(ci, titles.get(ci, "")) for ci in layout], segs, starts, pos,
-               longest_pause=longest_pause)
+    job = _Job(store, meta, [(ci, title) for ci, title, _parts in layout], segs, starts, pos,
+               longest_pause=longest_pause, book_texts={i: t for i, t in store.chapter_texts().items() if t})
     if rate != sample_rate:
         job.layout_ok = False
         notes.append(f"the job rendered at {rate} Hz but the M4B is {sample_rate} Hz")
@@ -89,6 +91,9 @@ def _load_job(job_dir: Path, sample_rate: int, notes: list[str]) -> _Job | None:
         try:
             job.book = load_book(meta["book"])
             job.has_cover = job.book.cover is not None
+            for ci, _title in job.chapters:  # a job planned before the store kept the book's words
+                if ci not in job.book_texts and ci < len(job.book.chapters):
+                    job.book_texts[ci] = "\n".join(job.book.chapters[ci].paragraphs)
         except InputError as error:
             notes.append(f"the book could not be read again: {error}")
         except Exception as error:  # a reader bug must not hide the audio checks
