@@ -86,14 +86,15 @@ SILENT_VOICES = {"tone"}
 
 
 def _verify(out_path: Path, work_dir: Path, progress: Progress, *, asr: bool) -> None:
-    """Check what we just wrote, as `epub2audio verify` would; a failure fails the job (exit 1) but
-    keeps the M4B: it is complete, and the report says what to listen to."""
+    """Check what we just wrote, as `epub2audio verify` would; a structural failure fails the job
+    (exit 1) but keeps the M4B; doubtful speech only comes out in the verify event, with where to listen."""
     from .audiobook.verify import verify_conversion
 
     report = verify_conversion(out_path, work_dir, progress, asr=asr)
-    if not report.passed:
-        problems = "; ".join(p.message for p in report.problems[:3])
-        more = f" (and {len(report.problems) - 3} more)" if len(report.problems) > 3 else ""
+    failed = [p for p in report.problems if p.severity == "fail"]  # doubtful speech is reported, not failed
+    if failed:
+        problems = "; ".join(p.message for p in failed[:3])
+        more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
         raise JobFailed(f"{out_path.name} was written but failed verification: {problems}{more}. "
                         f"Details: epub2audio verify {out_path}")
 

@@ -36,17 +36,19 @@ from .audio import (LONG_SILENCE_SECONDS, PACE_FAST_CEILING, PACE_FAST_FACTOR, P
 from .container import DURATION_TOLERANCE_SAMPLES, REQUIRED_TAGS, _check_container, nero_title
 from .coverage import _check_coverage, _text_drops
 from .job import _check_layout, _load_job, _Seg
-from .report import ChapterRow, Problem, SkippedText, VerifyInputError, VerifyReport, Window, format_report
-from .speech import WER_FAIL, _check_asr, choose_windows, transcribe
+from .report import (ChapterRow, Problem, SkippedText, VerifyInputError, VerifyReport, Window, doubts, failures,
+                     format_report)
+from .speech import WER_DOUBT, WER_DOUBT_VERSE, WINDOW_SECONDS, _check_asr, choose_windows, score_window, transcribe
 from .words import edit_distance, normalize_words, spoken_text, wer
 
-__all__ = ["ChapterRow", "Problem", "SkippedText", "VerifyInputError", "VerifyReport", "WER_FAIL", "Window",
+__all__ = ["ChapterRow", "Problem", "SkippedText", "VerifyInputError", "VerifyReport", "WER_DOUBT", "Window",
            "_Seg", "_text_drops", "add_arguments", "choose_windows", "edit_distance", "format_report", "main",
-           "nero_title", "normalize_words", "run", "spoken_text", "transcribe", "verify_conversion", "verify_m4b",
+           "nero_title", "normalize_words", "run", "score_window", "spoken_text", "transcribe", "verify_conversion", "verify_m4b",
            "wer"]
 
 
-def verify_m4b(m4b_path, job_dir: Path | None, *, windows_per_chapter: int = 2, window_seconds: float = 30,
+def verify_m4b(m4b_path, job_dir: Path | None, *, windows_per_chapter: int = 2,
+               window_seconds: float = WINDOW_SECONDS,
                seed: int = 0, asr: bool = True) -> VerifyReport:
     path = Path(m4b_path)
     if not path.is_file():
@@ -106,13 +108,14 @@ def verify_m4b(m4b_path, job_dir: Path | None, *, windows_per_chapter: int = 2, 
     if job is not None:
         job.store.close()
     for row in rows:
-        row.passed = not any(p.chapter == row.number for p in problems)
+        row.passed = not any(p.chapter == row.number for p in failures(problems))
+        row.doubtful = any(p.chapter == row.number for p in doubts(problems))
     return VerifyReport(
         path=str(path), job_dir=str(job_dir) if job is not None else None,
-        passed=not problems, duration_seconds=round(decoded / sample_rate, 3), sample_rate=sample_rate,
+        passed=not failures(problems), duration_seconds=round(decoded / sample_rate, 3), sample_rate=sample_rate,
         chapters=rows, problems=problems, skipped=skipped, notes=notes, asr=asr_status, container=container,
         coverage=coverage, pace=pace,
-        thresholds={"wer_fail": WER_FAIL, "silent_segment_dbfs": SILENT_SEGMENT_DBFS,
+        thresholds={"wer_doubt": WER_DOUBT, "wer_doubt_verse": WER_DOUBT_VERSE, "silent_segment_dbfs": SILENT_SEGMENT_DBFS,
                     "long_silence_seconds": LONG_SILENCE_SECONDS, "pace_fast_factor": PACE_FAST_FACTOR,
                     "pace_fast_floor": PACE_FAST_FLOOR, "pace_fast_ceiling": PACE_FAST_CEILING},
     )
@@ -126,8 +129,8 @@ def verify_conversion(out_path: Path, work_dir: Path, progress=None, *, asr: boo
     report = verify_m4b(out_path, work_dir, asr=asr)
     if progress is not None:
         wers = [c.wer for c in report.chapters if c.wer is not None]
-        progress.emit("verify", passed=report.passed, problems=[p.message for p in report.problems],
-                      asr=report.asr, coverage=report.coverage, wer=round(max(wers), 3) if wers else None)
+        progress.emit("verify", passed=report.passed, problems=[p.message for p in failures(report.problems)],
+                      doubts=[p.message for p in doubts(report.problems)], asr=report.asr, coverage=report.coverage, wer=round(max(wers), 3) if wers else None)
     return report
 
 

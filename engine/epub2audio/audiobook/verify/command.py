@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from . import verify_m4b
-from .report import VerifyInputError, format_report
+from .report import VerifyInputError, doubts, format_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,10 +18,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="windows of about 30 s transcribed per chapter (default 2)")
     parser.add_argument("--seed", type=int, default=0, help="which windows are sampled (default 0)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 on doubtful speech too (by default only a broken M4B fails)")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Exit 0 when every check passes, 1 when one fails, 2 when the input cannot be verified."""
+    """Exit 0 when every check passes (doubtful speech is reported, not failed, unless --strict),
+    1 when one fails, 2 when the input cannot be verified."""
     import sys
 
     from ...store import job_dir_for
@@ -42,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"epub2audio: error: {error}", file=sys.stderr)
         return 2
     print(report.to_json() if args.json else format_report(report))
-    return 0 if report.passed else 1
+    return 0 if report.passed and not (args.strict and doubts(report.problems)) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,6 +54,3 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(parser)
     return run(parser.parse_args(argv))
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

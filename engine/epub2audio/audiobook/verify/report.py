@@ -1,4 +1,9 @@
-"""What verify found: the report's rows and problems, and the report as text."""
+"""What verify found: the report's rows and problems, and the report as text.
+
+A problem is a failure (the M4B is broken: container, layout, silence, pace, gaps, coverage; the
+job exits 1) or a doubt (speech recognition disagrees with the text: reported with where to
+listen, never a failed conversion; tiny.en is too weak a judge to fail a book on).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,16 @@ class Problem:
     message: str
     chapter: int | None = None  # 1-based position in the M4B
     segment: int | None = None  # 1-based within the chapter
+    severity: str = "fail"  # "fail" | "doubt"
+    at_seconds: float | None = None  # where to listen, in the M4B
+
+
+def failures(problems: list[Problem]) -> list[Problem]:
+    return [p for p in problems if p.severity == "fail"]
+
+
+def doubts(problems: list[Problem]) -> list[Problem]:
+    return [p for p in problems if p.severity == "doubt"]
 
 
 @dataclass
@@ -20,12 +35,17 @@ class Window:
     first_segment: int  # 1-based
     last_segment: int
     start_seconds: float  # in the M4B
-    seconds: float
-    reference: str
+    seconds: float  # of audio transcribed, pauses included (at most WINDOW_SECONDS)
+    reference: str  # the planned text (what the voice was given)
     transcript: str
-    words: int
+    words: int  # scored words: the book's own where the job has them, else the planned text's
     errors: int
     wer: float
+    kind: str = "prose"  # "prose" | "verse" (scored leniently)
+    plan_wer: float | None = None  # against the planned (normalised) text: the voice alone
+    book_reference: str | None = None  # the book's own words for these segments, neutrally normalised
+    loop_words: int = 0  # words of a transcriber loop left out of the score
+    readings: list[str] = field(default_factory=list)  # where the plan reads the book's words otherwise
 
 
 @dataclass
@@ -40,11 +60,14 @@ class ChapterRow:
     pace_segments: int = 0
     long_silences: int = 0
     windows: list[Window] = field(default_factory=list)
-    wer: float | None = None
+    wer: float | None = None  # pooled over the windows (book's own words where the job has them)
+    plan_wer: float | None = None  # pooled against the planned text
+    unscored_segments: int = 0  # not in the transcriber's language: never scored
     book_characters: int | None = None  # letters and digits in the book's chapter
     read_characters: int | None = None  # letters and digits planned for reading
     coverage: float | None = None
-    passed: bool = True
+    passed: bool = True  # no failure in this chapter
+    doubtful: bool = False  # speech recognition disagrees somewhere: listen
 
 
 @dataclass
@@ -82,7 +105,8 @@ class VerifyInputError(ValueError):
 
 
 def format_report(report: VerifyReport) -> str:
-    verdict = "PASS" if report.passed else "FAIL"
+    doubtful = doubts(report.problems)
+    verdict = "FAIL" if not report.passed else f"PASS, {len(doubtful)} doubtful" if doubtful else "PASS"
     c = report.container
     lines = [f"{Path(report.path).name}: {verdict} — {len(report.chapters)} chapters, "
              f"{_clock(report.duration_seconds)}, AAC {c.get('sample_rate')} Hz "
@@ -100,7 +124,7 @@ def format_report(report: VerifyReport) -> str:
         cov = f"{100 * r.coverage:.1f}%" if r.coverage is not None else "-"
         lines.append(f"{r.number:>3}  {title:<{width}}  {_clock(r.seconds):>8}  {r.segments:>4}  "
                      f"{r.silent_segments:>6}  {r.pace_segments:>4}  {r.long_silences:>4}  {wer_text:>5}  "
-                     f"{len(r.windows):>3}  {cov:>8}  {'ok' if r.passed else 'FAIL'}")
+                     f"{len(r.windows):>3}  {cov:>8}  {'FAIL' if not r.passed else 'doubt' if r.doubtful else 'ok'}")
     if report.pace:
         p = report.pace
         lines.append(f"Pace: median {p['median']} letters/s of voiced audio (99th percentile {p['p99']}, "
@@ -112,11 +136,21 @@ def format_report(report: VerifyReport) -> str:
         for s in report.skipped:
             size = f" ({s.characters:,} letters)" if s.characters is not None else ""
             lines.append(f"  - {s.title}: {s.reason}{size}")
-    if report.problems:
-        lines.append("Problems:")
-        for p in report.problems:
+    for heading, group in (("Problems:", failures(report.problems)),
+                           ("Doubtful speech (listen there; not a failure):", doubtful)):
+        if group:
+            lines.append(heading)
+        for p in group:
             where = f"chapter {p.chapter}: " if p.chapter is not None else ""
-            lines.append(f"  - [{p.check}] {where}{p.message}")
+            at = f" [at {_clock(p.at_seconds)} in the book]" if p.at_seconds is not None else ""
+            lines.append(f"  - [{p.check}] {where}{p.message}{at}")
+    readings = [(r.number, w, text) for r in report.chapters for w in r.windows for text in w.readings]
+    if readings:
+        lines.append("Read otherwise than the book's words (normalisation; check it is right):")
+        for number, w, text in readings[:12]:
+            lines.append(f"  - chapter {number}, near {_clock(w.start_seconds)}: {text}")
+        if len(readings) > 12:
+            lines.append(f"  - … and {len(readings) - 12} more (--json lists them all)")
     for note in report.notes:
         lines.append(f"Note: {note}")
     return "\n".join(lines)
