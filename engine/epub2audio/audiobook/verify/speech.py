@@ -27,8 +27,8 @@ from .words import (BookWords, _alnum, collapse_loops, edit_distance, looks_like
 WER_DOUBT = 0.5
 WER_DOUBT_VERSE = 0.8
 # A chapter with fewer scored words than this is too small a sample to call doubtful (a title and
-# an author's name: "The Wasteland. T.S. Elliot." is WER 0.5).
-DOUBT_MIN_WORDS = 20
+# an author's name alone: "The Wasteland. T.S. Elliot." is WER 0.5).
+DOUBT_MIN_WORDS = 10
 # A window whose reference has at least this many words must not transcribe to nothing.
 EMPTY_TRANSCRIPT_MIN_WORDS = 3
 # Whisper hears 30 s at a time: a window, pauses and the little pad after it included, is never
