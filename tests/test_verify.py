@@ -348,3 +348,17 @@ def test_verify_never_imports_render():
             elif isinstance(node, ast.Import) and any("render" in a.name.split(".") for a in node.names):
                 found.append(f"{path.name}:{node.lineno}")
     assert found == []
+
+
+def test_a_job_from_before_the_books_words_were_kept_still_opens(tmp_path):
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "job.sqlite3")
+    db.execute("CREATE TABLE chapters (idx INTEGER PRIMARY KEY, title TEXT NOT NULL, sources TEXT NOT NULL)")
+    db.execute("INSERT INTO chapters VALUES (0, 'One', 'a.xhtml')")
+    db.commit(), db.close()
+    store = SegmentStore(tmp_path)
+    assert store.chapter_texts() == {0: ""}  # verify then reads the words from the EPUB
+    store.replace_plan([(0, "One", "a.xhtml", "I saw him.")], [])
+    assert store.chapter_texts() == {0: "I saw him."} and store.plan_languages() == {}
+    store.close()
