@@ -206,7 +206,8 @@ def raw_piper_comparison(rows) -> None:
                 raw_e, raw_n = raw_e + score["errors"], raw_n + score["words"]
                 ours_e, ours_n = ours_e + w.errors, ours_n + w.words
     ours, raw = ours_e / max(1, ours_n), raw_e / max(1, raw_n)
-    print(f"\nVoice module vs raw Piper on the same {sum(len(ch.windows) for _n, _c, r, _a, _b in rows for ch in r.chapters)} "
+    windows = sum(len(ch.windows) for _n, _c, r, _a, _b in rows for ch in r.chapters)
+    print(f"\nVoice module vs raw Piper on the same {windows} "
           f"windows: ours WER {ours:.3f} ({ours_e}/{ours_n}), raw Piper {raw:.3f} ({raw_e}/{raw_n}), "
           f"difference {100 * (ours - raw):+.2f} points (limit +0.5): {'ok' if ours - raw <= 0.005 else 'OVER'}")
 

@@ -302,11 +302,9 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
         store.set_meta(book=str(Path(book_path).resolve()), output=str(out_path.resolve()),
                        voice=options.voice, job_seed=options.job_seed, model_id=details.model_id,
                        voice_options=json.dumps(options.voice_options))  # what regen needs to load it again
-        store.replace_plan(
-            [(ci, book.chapters[ci].title, "\n".join(book.chapters[ci].sources), "\n".join(book.chapters[ci].paragraphs))
-             for ci in chapter_indices],  # the book's own words: verify scores speech against them too
-            planned,
-        )
+        # Each chapter's own words too: verify scores the speech against them.
+        store.replace_plan([(ci, book.chapters[ci].title, "\n".join(book.chapters[ci].sources),
+                             "\n".join(book.chapters[ci].paragraphs)) for ci in chapter_indices], planned)
         todo = [s for s in planned if not store.finished(s.key)]
         progress.emit("plan", total=len(planned), cached=len(planned) - len(todo), to_render=len(todo))
         progress.emit("stage", stage="render")

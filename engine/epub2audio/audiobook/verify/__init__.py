@@ -43,7 +43,8 @@ from .words import edit_distance, normalize_words, spoken_text, wer
 
 __all__ = ["ChapterRow", "Problem", "SkippedText", "VerifyInputError", "VerifyReport", "WER_DOUBT", "Window",
            "_Seg", "_text_drops", "add_arguments", "choose_windows", "edit_distance", "format_report", "main",
-           "nero_title", "normalize_words", "run", "score_window", "spoken_text", "transcribe", "verify_conversion", "verify_m4b",
+           "nero_title", "normalize_words", "run", "score_window", "spoken_text", "transcribe", "verify_conversion",
+           "verify_m4b",
            "wer"]
 
 
@@ -130,7 +131,8 @@ def verify_conversion(out_path: Path, work_dir: Path, progress=None, *, asr: boo
     if progress is not None:
         wers = [c.wer for c in report.chapters if c.wer is not None]
         progress.emit("verify", passed=report.passed, problems=[p.message for p in failures(report.problems)],
-                      doubts=[p.message for p in doubts(report.problems)], asr=report.asr, coverage=report.coverage, wer=round(max(wers), 3) if wers else None)
+                      doubts=[p.message for p in doubts(report.problems)], asr=report.asr, coverage=report.coverage,
+                      wer=round(max(wers), 3) if wers else None)
     return report
 
 
