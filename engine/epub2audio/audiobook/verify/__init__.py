@@ -9,12 +9,13 @@
 2. Audio: the M4B is decoded once (streamed, so memory stays small however long the book is) into
    10 ms energy frames. With the conversion job at hand, every segment's exact place is known: the
    job's store gives the same parts, WAV then pause, that `render.assemble()` encoded
-   (`render.audio_chapters`), so the segment boundaries in samples are the cumulative WAV lengths
+   (`SegmentStore.layout`), so the segment boundaries in samples are the cumulative WAV lengths
    plus pauses. Each segment is checked for near-silence, for being far shorter (or longer) than its
    text warrants, and every chapter for a silence longer than 3 s.
-3. Intelligibility: a few windows a chapter, chosen deterministically from `seed` and aligned to
-   segment boundaries so the reference text is exact, are transcribed with the packaged Whisper
-   tiny.en and scored by word error rate against the text that was meant to be read.
+3. Intelligibility: a few windows of at most 30 s a chapter, chosen deterministically from `seed`
+   and aligned to segment boundaries so the reference text is exact, are transcribed with the
+   packaged Whisper tiny.en and scored by word error rate against the book's own words (and the
+   planned text). Text not in English is never scored; speech problems are doubts, not failures.
 4. Text coverage: the characters planned for reading against the book's chapters (the EPUB the job
    recorded), with every skip listed with its reason: the book's own skips (cover, contents, ...),
    chapters not selected, and any text the segmenter dropped.
