@@ -144,14 +144,15 @@ def reads_as_english(text: str) -> bool:
 
 # A verse line starts with a capital: a book's line group, joined into one block, reads
 # "month, breeding, Lilacs out of the dead land, mixing, Memory and desire". Prose rarely has a
-# capitalised word (other than "I") after a comma more than once in 10 words.
+# capitalised word (other than "I") after a comma; The Waste Land has one every 5-11 words
+# (only the line starts that follow punctuation are seen).
 _LINE_START = re.compile(r"[,;:]\s+(?!I\b)[A-Z][a-z]")
-VERSE_WORDS_PER_LINE = 10
+VERSE_WORDS_PER_LINE = 15
 
 
 def looks_like_verse(text: str) -> bool:
     starts = len(_LINE_START.findall(text))
-    return starts >= 2 and starts * VERSE_WORDS_PER_LINE >= len(text.split())
+    return starts >= 3 and starts * VERSE_WORDS_PER_LINE >= len(text.split())
 
 
 class BookWords:
