@@ -7,9 +7,7 @@ command again resumes it.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import queue
 import threading
 import time
@@ -25,10 +23,10 @@ from .book.lexicon import (PHONEME_VOICES, Entry, Lexicon, apply as apply_lexico
 from .book.model import Chapter
 from .book.normalize import normalize
 from .book.segment import segment_chapter
-from .config import cache_dir, load_config
+from .config import load_config
 from .errors import InputError, JobFailed
 from .progress import Eta, Progress
-from .store import PlannedSegment, SegmentStore, segment_key, segment_seed
+from .store import PlannedSegment, SegmentStore, job_dir_for, segment_key, segment_seed
 from .worker.supervisor import SegmentFailed, Stopped, Supervisor, VoiceDetails, VoiceLoadFailed, WorkerPolicy
 
 DEFAULT_JOB_SEED = 1986
@@ -88,14 +86,15 @@ SILENT_VOICES = {"tone"}
 
 
 def _verify(out_path: Path, work_dir: Path, progress: Progress, *, asr: bool) -> None:
-    """Check what we just wrote, as `epub2audio verify` would; a failure fails the job (exit 1) but
-    keeps the M4B: it is complete, and the report says what to listen to."""
+    """Check what we just wrote, as `epub2audio verify` would; a structural failure fails the job
+    (exit 1) but keeps the M4B; doubtful speech only comes out in the verify event, with where to listen."""
     from .audiobook.verify import verify_conversion
 
     report = verify_conversion(out_path, work_dir, progress, asr=asr)
-    if not report.passed:
-        problems = "; ".join(p.message for p in report.problems[:3])
-        more = f" (and {len(report.problems) - 3} more)" if len(report.problems) > 3 else ""
+    failed = [p for p in report.problems if p.severity == "fail"]  # doubtful speech is reported, not failed
+    if failed:
+        problems = "; ".join(p.message for p in failed[:3])
+        more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
         raise JobFailed(f"{out_path.name} was written but failed verification: {problems}{more}. "
                         f"Details: epub2audio verify {out_path}")
 
@@ -106,13 +105,6 @@ class Interrupted(Exception):
     def __init__(self, done: int, total: int):
         super().__init__(f"interrupted with {done} of {total} segments done")
         self.done, self.total = done, total
-
-
-def job_dir_for(out_path: Path) -> Path:
-    digest = hashlib.sha256(os.fsencode(Path(out_path).resolve())).hexdigest()[:16]
-    # The name is for people; a stem that is not UTF-8 gets U+FFFD (SQLite wants a UTF-8 path).
-    stem = os.fsencode(Path(out_path).stem).decode("utf-8", "replace")[:40]
-    return cache_dir() / "jobs" / f"{stem}-{digest}"
 
 
 def select_chapters(book: Book, wanted: list[int] | None) -> list[int]:
@@ -310,10 +302,9 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
         store.set_meta(book=str(Path(book_path).resolve()), output=str(out_path.resolve()),
                        voice=options.voice, job_seed=options.job_seed, model_id=details.model_id,
                        voice_options=json.dumps(options.voice_options))  # what regen needs to load it again
-        store.replace_plan(
-            [(ci, book.chapters[ci].title, "\n".join(book.chapters[ci].sources)) for ci in chapter_indices],
-            planned,
-        )
+        # Each chapter's own words too: verify scores the speech against them.
+        store.replace_plan([(ci, book.chapters[ci].title, "\n".join(book.chapters[ci].sources),
+                             "\n".join(book.chapters[ci].paragraphs)) for ci in chapter_indices], planned)
         todo = [s for s in planned if not store.finished(s.key)]
         progress.emit("plan", total=len(planned), cached=len(planned) - len(todo), to_render=len(todo))
         progress.emit("stage", stage="render")
@@ -379,14 +370,12 @@ def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], v
 
 
 def audio_chapters(store: SegmentStore, sample_rate: int) -> dict[int, AudioChapter]:
-    """The book's audio as assemble() lays it out, by chapter index: for each planned segment in
-    plan order, its WAV then its planned pause (in samples). `verify` reads the same layout."""
-    titles = dict(store.chapters())
+    """The book's audio as assemble() lays it out (store.layout), by chapter index: for each planned
+    segment in plan order, its WAV then its planned pause (in samples)."""
     chapters: dict[int, AudioChapter] = {}
-    for chapter, _idx, key, pause_ms in store.plan():
-        audio = chapters.setdefault(chapter, AudioChapter(title=titles[chapter], parts=[]))
-        audio.parts.append(store.audio_path(key))
-        audio.parts.append(pause_ms * sample_rate // 1000)
+    for chapter, title, parts in store.layout(sample_rate):
+        chapters[chapter] = AudioChapter(title=title, parts=[p for key, pause in parts
+                                                             for p in (store.audio_path(key), pause)])
     return chapters
 
 

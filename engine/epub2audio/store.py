@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import sqlite3
 import time
 import wave
 from dataclasses import dataclass
 from pathlib import Path
 
+from .config import cache_dir
 from .files import atomic_write, sha256_file
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS chapters (
-    idx INTEGER PRIMARY KEY, title TEXT NOT NULL, sources TEXT NOT NULL);
+    idx INTEGER PRIMARY KEY, title TEXT NOT NULL, sources TEXT NOT NULL,
+    text TEXT NOT NULL DEFAULT '');   -- the book's own words, before normalisation (for verify)
 CREATE TABLE IF NOT EXISTS plan (
     chapter INTEGER NOT NULL, idx INTEGER NOT NULL, segment_key TEXT NOT NULL,
     pause_ms INTEGER NOT NULL, PRIMARY KEY (chapter, idx));
@@ -34,6 +37,14 @@ CREATE TABLE IF NOT EXISTS segments (
     audio_file TEXT, checksum TEXT, samples INTEGER, sample_rate INTEGER,
     synth_seconds REAL, attempts INTEGER NOT NULL DEFAULT 0, error TEXT, updated REAL NOT NULL);
 """
+
+
+def job_dir_for(out_path: Path) -> Path:
+    """Where the job converting to out_path lives: keyed by the output's absolute path."""
+    digest = hashlib.sha256(os.fsencode(Path(out_path).resolve())).hexdigest()[:16]
+    # The name is for people; a stem that is not UTF-8 gets U+FFFD (SQLite wants a UTF-8 path).
+    stem = os.fsencode(Path(out_path).stem).decode("utf-8", "replace")[:40]
+    return cache_dir() / "jobs" / f"{stem}-{digest}"
 
 
 def text_hash(text: str) -> str:
@@ -91,6 +102,9 @@ class SegmentStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(chapters)")}
+        if "text" not in columns:  # a job folder from before the column existed
+            self.db.execute("ALTER TABLE chapters ADD COLUMN text TEXT NOT NULL DEFAULT ''")
 
     def close(self) -> None:
         self.db.close()
@@ -111,12 +125,14 @@ class SegmentStore:
             )
 
     # --- the plan: which segments make up the book now ------------------------------------
-    def replace_plan(self, chapters: list[tuple[int, str, str]], segments: list[PlannedSegment]) -> None:
+    def replace_plan(self, chapters: list[tuple], segments: list[PlannedSegment]) -> None:
+        """chapters: (index, title, sources) or (index, title, sources, the book's own text)."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("DELETE FROM chapters")
             self.db.execute("DELETE FROM plan")
-            self.db.executemany("INSERT INTO chapters VALUES (?, ?, ?)", chapters)
+            self.db.executemany("INSERT INTO chapters (idx, title, sources, text) VALUES (?, ?, ?, ?)",
+                                [(*c[:3], c[3] if len(c) > 3 else "") for c in chapters])
             self.db.executemany(
                 "INSERT INTO plan VALUES (?, ?, ?, ?)",
                 [(s.chapter, s.index, s.key, s.pause_ms) for s in segments],
@@ -133,6 +149,27 @@ class SegmentStore:
 
     def chapters(self) -> list[tuple[int, str]]:
         return self.db.execute("SELECT idx, title FROM chapters ORDER BY idx").fetchall()
+
+    def plan_languages(self) -> dict[tuple[int, int], str]:
+        """(chapter, index) → the segment's language, where the plan records one (a `lang` column)."""
+        if "lang" not in {row[1] for row in self.db.execute("PRAGMA table_info(plan)")}:
+            return {}
+        return {(c, i): lang for c, i, lang in self.db.execute("SELECT chapter, idx, lang FROM plan") if lang}
+
+    def chapter_texts(self) -> dict[int, str]:
+        """The book's own words of each planned chapter ("" for a job planned before they were kept)."""
+        return dict(self.db.execute("SELECT idx, text FROM chapters ORDER BY idx").fetchall())
+
+    def layout(self, sample_rate: int) -> list[tuple[int, str, list[tuple[str, int]]]]:
+        """The book's audio as it is assembled: per chapter in plan order (index, title, parts), each
+        part a segment key and the pause after its WAV in samples. render.assemble() encodes this
+        and `verify` measures against it, so both read it from here."""
+        titles = dict(self.chapters())
+        chapters: dict[int, tuple[int, str, list]] = {}
+        for chapter, _idx, key, pause_ms in self.plan():
+            chapters.setdefault(chapter, (chapter, titles[chapter], []))[2].append(
+                (key, pause_ms * sample_rate // 1000))
+        return list(chapters.values())
 
     # --- segments -------------------------------------------------------------------------
     def audio_path(self, key: str) -> Path:

