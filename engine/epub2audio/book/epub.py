@@ -801,6 +801,7 @@ def _chapter(title: str, span: Span) -> Chapter:
         kinds=["note" if b.in_note and not b.heading else "heading" if b.heading else "text" for b in blocks],
         breaks={i for i, b in enumerate(blocks) if b.break_before and i > 0},
         pronunciations={i: list(b.phonemes) for i, b in enumerate(blocks) if b.phonemes},
+        languages={i: list(b.langs) for i, b in enumerate(blocks) if b.langs},
     )
 
 
