@@ -120,7 +120,7 @@ class Worker:
 
     def synthesize(self, request_id: int, text: str, seed: int, timeout: float,
                    lang: str | None = None) -> tuple[bytes, dict]:
-        self.send(request_id, text, seed, lang)
+        self.send(request_id, text, seed, **_lang(lang))
         return self.answer(request_id, timeout)
 
     def send(self, request_id: int, text: str, seed: int, lang: str | None = None) -> None:
@@ -165,6 +165,11 @@ class Worker:
         if self._log is not subprocess.DEVNULL:
             self._log.close()
             self._log = subprocess.DEVNULL
+
+
+def _lang(lang: str | None) -> dict:
+    """A segment's language as keyword arguments, none when it is the book's."""
+    return {"lang": lang} if lang else {}
 
 
 @dataclass
@@ -247,7 +252,7 @@ class Supervisor:
             self._next_id += 1
             try:
                 worker = self._ensure_worker()  # a worker can die while loading, too
-                pcm, header = worker.synthesize(self._next_id, text, seed, self.policy.request_timeout, lang)
+                pcm, header = worker.synthesize(self._next_id, text, seed, self.policy.request_timeout, **_lang(lang))
             except WorkerDied as error:
                 if self.stopping:
                     raise Stopped() from None
@@ -335,7 +340,7 @@ class Supervisor:
                     flight.append(job)
                     try:
                         worker = self._ensure_worker()  # a worker can die while loading, too
-                        worker.send(job.request_id, job.text, job.seed, job.lang)
+                        worker.send(job.request_id, job.text, job.seed, **_lang(job.lang))
                     except WorkerDied as error:
                         worker = self._after_death(error, flight, pending, give)
                 if not flight:
