@@ -118,8 +118,11 @@ def test_waste_land_fragments_verse_and_line_numbers(corpus):
     # The text before the first entry is <section epub:type="titlepage">: skipped, and said so.
     assert b.skipped == [Skipped("The Waste Land", "title page (epub:type)")]
     burial = chapter(b, "I. THE BURIAL OF THE DEAD")
-    assert burial.sources == ["wasteland-content.xhtml#ch1"]
-    stanza = burial.paragraphs[1]
+    assert burial.sources == ["wasteland-content.xhtml#ch1", "wasteland-content.xhtml"]  # + the epigraph
+    # The title page's epigraph and dedication are the poem's: they open its first part.
+    assert burial.paragraphs[1:3] == ["For Ezra Pound: il miglior fabbro", "I. THE BURIAL OF THE DEAD"]
+    assert burial.paragraphs[0].startswith('"Nam Sibyllam quidem Cumis')
+    stanza = burial.paragraphs[3]
     assert stanza.startswith("April is the cruellest month, breeding, Lilacs out of the dead land, mixing, ")
     assert "into the Hofgarten, And drank coffee" in stanza  # the line number 10 is not read
     assert "Son of man, You cannot say" in text_of(burial)  # noteref "*" not read

@@ -18,6 +18,7 @@ from pathlib import Path
 from .audiobook.m4b import AudioChapter, tags_for_book, write_m4b
 from .book import Book
 from .book.epub import load_book
+from .book.language import runs as language_runs
 from .book.lexicon import (PHONEME_VOICES, Entry, Lexicon, apply as apply_lexicons, job_lexicon, load_book_settings,
                            voice_text)
 from .book.model import Chapter
@@ -27,6 +28,7 @@ from .config import load_config
 from .errors import InputError, JobFailed
 from .progress import Eta, Progress
 from .store import PlannedSegment, SegmentStore, job_dir_for, segment_key, segment_seed
+from .voices.catalog import language_changes_audio, language_warning
 from .worker.supervisor import SegmentFailed, Stopped, Supervisor, VoiceDetails, VoiceLoadFailed, WorkerPolicy
 
 DEFAULT_JOB_SEED = 1986
@@ -135,15 +137,35 @@ def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lex
             lead += 1
         if lead < len(indices):  # a chapter that is nothing but headings keeps them
             indices = indices[lead:]
-    paragraphs, kinds, breaks = [], [], set()
+    paragraphs, kinds, breaks, languages = [], [], set(), {}
     for new, old in enumerate(indices):
         spans = chapter.pronunciations.get(old) if phonemes else None
-        text = apply_lexicons(chapter.paragraphs[old], spans, book_lexicon, lexicon)
-        paragraphs.append(normalize(text, book.language, heading=chapter.kind(old) == "heading"))
+        heading = chapter.kind(old) == "heading"
+        # Each run of one language is marked and normalised on its own, by its own language's
+        # rules (no English number words inside a French quotation).
+        source = chapter.paragraphs[old]
+        pieces: list[str] = []
+        spoken_runs: list[tuple[int, int, str]] = []
+        length = 0
+        for start, end, lang in language_runs(source, chapter.languages.get(old), book.language):
+            inside = [(a - start, b - start, ipa) for a, b, ipa in spans or [] if start <= a and b <= end]
+            text = apply_lexicons(source[start:end], inside, book_lexicon, lexicon)
+            text = normalize(text, lang or book.language, heading=heading)
+            if not text:
+                continue
+            length += bool(pieces)  # the space that joins runs
+            if lang:
+                spoken_runs.append((length, length + len(text), lang))
+            pieces.append(text)
+            length += len(text)
+        paragraphs.append(" ".join(pieces))
+        if spoken_runs:
+            languages[new] = spoken_runs
         kinds.append(chapter.kind(old))
         if old in chapter.breaks and new > 0:
             breaks.add(new)
-    return replace(chapter, paragraphs=paragraphs, kinds=kinds, breaks=breaks, pronunciations={})
+    return replace(chapter, paragraphs=paragraphs, kinds=kinds, breaks=breaks, pronunciations={},
+                   languages=languages)
 
 
 def plan_segments(book: Book, chapter_indices: list[int], job_seed: int, voice: str,
@@ -158,8 +180,10 @@ def plan_segments(book: Book, chapter_indices: list[int], job_seed: int, voice: 
             occurrence = seen[text]
             seen[text] += 1
             seed = segment_seed(job_seed, text, occurrence)
-            planned.append(PlannedSegment(ci, seg.index, segment_key(voice, model_id, text, seed),
-                                          text, seed, seg.pause_after_ms))
+            # the language is part of the segment's identity only where it changes the audio
+            key_lang = seg.lang if language_changes_audio(voice) else None
+            planned.append(PlannedSegment(ci, seg.index, segment_key(voice, model_id, text, seed, key_lang),
+                                          text, seed, seg.pause_after_ms, seg.lang))
     return planned
 
 
@@ -207,7 +231,7 @@ class WorkerPool:
                 segment = tasks.get_nowait()
             except queue.Empty:
                 return None
-            return segment, segment.text, segment.seed
+            return segment, segment.text, segment.seed, segment.lang
 
         def give(segment, pcm, seconds, details, error) -> None:
             results.put((segment, pcm, seconds, details, error))
@@ -234,7 +258,7 @@ class WorkerPool:
                 except queue.Empty:
                     return
                 try:
-                    pcm, seconds, details = supervisor.synthesize(segment.text, segment.seed)
+                    pcm, seconds, details = supervisor.synthesize(segment.text, segment.seed, segment.lang)
                     results.put((segment, pcm, seconds, details, None))
                 except SegmentFailed as error:
                     results.put((segment, None, 0.0, None, str(error)))
@@ -278,6 +302,9 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
     book = apply_metadata(load_book(book_path, notes=reading.notes), options.metadata)
     for warning in book.warnings:  # parts of the book that could not be read as they should
         progress.emit("warning", message=warning)
+    language = language_warning(book.language, options.voice)
+    if language:
+        progress.emit("warning", message=language)
     chapter_indices = select_chapters(book, options.chapters)
     out_path = Path(out_path)
     if out_path.suffix.lower() != ".m4b":
@@ -410,13 +437,13 @@ def regen(out_path: Path, chapter: int, index: int, *, work_dir: Path | None = N
     if row is None:
         raise InputError(f"{out_path}: segment {chapter + 1}.{index + 1} was never rendered; rerun the conversion")
     old = store.audio_path(key).read_bytes() if store.audio_path(key).exists() else b""
-    segment = PlannedSegment(chapter, index, key, row["text"], row["seed"], 0)
+    segment = PlannedSegment(chapter, index, key, row["text"], row["seed"], 0, row.get("lang"))
     if voice_options is None:
         voice_options = json.loads(store.get_meta("voice_options", "{}"))
     pool = WorkerPool(row["voice"], voice_options, 1, 1, policy or WorkerPolicy(), work_dir / "worker.log")
     try:
         details = pool.details()
-        pcm, seconds, details = pool.supervisors[0].synthesize(segment.text, segment.seed)
+        pcm, seconds, details = pool.supervisors[0].synthesize(segment.text, segment.seed, segment.lang)
     except SegmentFailed as error:
         raise JobFailed(f"segment {chapter + 1}.{index + 1} failed again: {error}") from None
     finally:

@@ -1,7 +1,8 @@
 """The crash-safe segment store of one conversion job: SQLite (WAL) plus one WAV file a segment.
 
 Segments are content-addressed: a segment's key is a hash of everything its audio depends on
-(voice, model identity, normalised text, seed), so rerunning a job reuses every finished segment
+(voice, model identity, normalised text, seed, and the language for a voice whose audio depends
+on it), so rerunning a job reuses every finished segment
 whose text did not change, wherever it now sits in the book, and re-renders only the changed ones.
 A row is marked done only after its WAV is on disk (temp file, fsync, rename), so a crash at any
 point loses at most the segments that were in flight.
@@ -28,15 +29,20 @@ CREATE TABLE IF NOT EXISTS chapters (
     text TEXT NOT NULL DEFAULT '');   -- the book's own words, before normalisation (for verify)
 CREATE TABLE IF NOT EXISTS plan (
     chapter INTEGER NOT NULL, idx INTEGER NOT NULL, segment_key TEXT NOT NULL,
-    pause_ms INTEGER NOT NULL, PRIMARY KEY (chapter, idx));
+    pause_ms INTEGER NOT NULL, lang TEXT, PRIMARY KEY (chapter, idx));
 CREATE TABLE IF NOT EXISTS segments (
     key TEXT PRIMARY KEY,
     text TEXT NOT NULL, text_hash TEXT NOT NULL, seed INTEGER NOT NULL,
     voice TEXT NOT NULL, backend TEXT, precision TEXT, model_id TEXT NOT NULL,
     status TEXT NOT NULL,              -- 'done' or 'failed'
     audio_file TEXT, checksum TEXT, samples INTEGER, sample_rate INTEGER,
-    synth_seconds REAL, attempts INTEGER NOT NULL DEFAULT 0, error TEXT, updated REAL NOT NULL);
+    synth_seconds REAL, attempts INTEGER NOT NULL DEFAULT 0, error TEXT, updated REAL NOT NULL,
+    lang TEXT);
 """
+# Columns added since the first schema: a job made before them gets them on open (NULL: the book's
+# language, which is what every segment of such a job was).
+ADDED_COLUMNS = {"chapters": {"text": "TEXT NOT NULL DEFAULT ''"}, "plan": {"lang": "TEXT"},
+                 "segments": {"lang": "TEXT"}}
 
 
 def job_dir_for(out_path: Path) -> Path:
@@ -59,8 +65,11 @@ def segment_seed(job_seed: int, text: str, occurrence: int) -> int:
     return int.from_bytes(digest[:8], "big") >> 1  # fits a signed 64-bit SQLite integer
 
 
-def segment_key(voice: str, model_id: str, text: str, seed: int) -> str:
-    return hashlib.sha256(f"{voice}\x00{model_id}\x00{seed}\x00{text}".encode()).hexdigest()[:32]
+def segment_key(voice: str, model_id: str, text: str, seed: int, lang: str | None = None) -> str:
+    """lang: only for a voice whose audio depends on the language it is told (None otherwise), so
+    the keys, and the finished audio, of every job made before languages were known stay valid."""
+    identity = f"{voice}\x00{model_id}\x00{seed}\x00{text}" + (f"\x00lang={lang}" if lang else "")
+    return hashlib.sha256(identity.encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,7 @@ class PlannedSegment:
     text: str
     seed: int
     pause_ms: int
+    lang: str | None = None  # BCP 47 tag of a passage not in the book's language; None: the book's
 
 
 def write_wav_atomically(path: Path, pcm: bytes, sample_rate: int) -> None:
@@ -102,9 +112,11 @@ class SegmentStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(chapters)")}
-        if "text" not in columns:  # a job folder from before the column existed
-            self.db.execute("ALTER TABLE chapters ADD COLUMN text TEXT NOT NULL DEFAULT ''")
+        for table, columns in ADDED_COLUMNS.items():
+            have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+            for column, kind in columns.items():
+                if column not in have:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         self.db.close()
@@ -134,8 +146,8 @@ class SegmentStore:
             self.db.executemany("INSERT INTO chapters (idx, title, sources, text) VALUES (?, ?, ?, ?)",
                                 [(*c[:3], c[3] if len(c) > 3 else "") for c in chapters])
             self.db.executemany(
-                "INSERT INTO plan VALUES (?, ?, ?, ?)",
-                [(s.chapter, s.index, s.key, s.pause_ms) for s in segments],
+                "INSERT INTO plan (chapter, idx, segment_key, pause_ms, lang) VALUES (?, ?, ?, ?, ?)",
+                [(s.chapter, s.index, s.key, s.pause_ms, s.lang) for s in segments],
             )
             self.db.execute("COMMIT")
         except BaseException:
@@ -146,6 +158,11 @@ class SegmentStore:
         return self.db.execute(
             "SELECT chapter, idx, segment_key, pause_ms FROM plan ORDER BY chapter, idx"
         ).fetchall()
+
+    def plan_langs(self) -> dict[tuple[int, int], str]:
+        """(chapter, index) → language of the planned segments not in the book's language."""
+        rows = self.db.execute("SELECT chapter, idx, lang FROM plan WHERE lang IS NOT NULL").fetchall()
+        return {(c, i): lang for c, i, lang in rows}
 
     def chapters(self) -> list[tuple[int, str]]:
         return self.db.execute("SELECT idx, title FROM chapters ORDER BY idx").fetchall()
@@ -193,8 +210,8 @@ class SegmentStore:
         with self.db:
             self.db.execute(
                 "INSERT INTO segments (key, text, text_hash, seed, voice, backend, precision, model_id,"
-                " status, audio_file, checksum, samples, sample_rate, synth_seconds, attempts, error, updated)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'done', ?, ?, ?, ?, ?, ?, NULL, ?)"
+                " status, audio_file, checksum, samples, sample_rate, synth_seconds, attempts, error, updated,"
+                " lang) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'done', ?, ?, ?, ?, ?, ?, NULL, ?, ?)"
                 " ON CONFLICT(key) DO UPDATE SET status='done', backend=excluded.backend,"
                 " precision=excluded.precision, audio_file=excluded.audio_file,"
                 " checksum=excluded.checksum, samples=excluded.samples,"
@@ -203,18 +220,18 @@ class SegmentStore:
                 (segment.key, segment.text, text_hash(segment.text), segment.seed, voice,
                  details.backend, details.precision, details.model_id, path.name,
                  sha256_file(path), len(pcm) // 2, details.sample_rate, synth_seconds, attempts,
-                 time.time()),
+                 time.time(), segment.lang),
             )
 
     def record_failed(self, segment: PlannedSegment, voice: str, model_id: str, reason: str) -> None:
         with self.db:
             self.db.execute(
                 "INSERT INTO segments (key, text, text_hash, seed, voice, model_id, status, attempts,"
-                " error, updated) VALUES (?, ?, ?, ?, ?, ?, 'failed', 1, ?, ?)"
+                " error, updated, lang) VALUES (?, ?, ?, ?, ?, ?, 'failed', 1, ?, ?, ?)"
                 " ON CONFLICT(key) DO UPDATE SET status='failed', error=excluded.error,"
                 " attempts=segments.attempts + 1, updated=excluded.updated",
                 (segment.key, segment.text, text_hash(segment.text), segment.seed, voice, model_id,
-                 reason, time.time()),
+                 reason, time.time(), segment.lang),
             )
 
     def forget(self, key: str) -> None:

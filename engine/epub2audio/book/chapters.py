@@ -229,9 +229,19 @@ class Cutter:
     def chapters(self, spans: list[Span]) -> list[tuple[str, Span]]:
         """One chapter per TOC entry, titled by its label; skipped and empty spans are reported."""
         titled = []
+        carried: list[Block] = []  # a skipped title page's epigraph and dedication, not yet read
+        carried_sources: list[str] = []
         for index, span in enumerate(spans):
+            if carried and span.blocks and not span.skip:
+                span.blocks[:0] = carried
+                add_sources(span, carried_sources)
+                carried, carried_sources = [], []
             if span.skip and not (self.keep_front_matter and span.skip.split(" (")[0] in FRONT_MATTER):
                 self.skipped.append(Skipped(span_title(span, self.title), span.skip))
+                if span.skip.startswith(("title page", "half-title page")):
+                    # the book's title and imprint are packaging; its epigraph is part of the work
+                    carried += [b for b in span.blocks if b.inscription]
+                    carried_sources += span.sources
             elif span.entry is None:
                 if span.blocks:
                     titled.append((span_title(span, self.title), span))
@@ -275,6 +285,7 @@ def to_chapter(title: str, span: Span) -> Chapter:
         kinds=["note" if b.in_note and not b.heading else "heading" if b.heading else "text" for b in blocks],
         breaks={i for i, b in enumerate(blocks) if b.break_before and i > 0},
         pronunciations={i: list(b.phonemes) for i, b in enumerate(blocks) if b.phonemes},
+        languages={i: list(b.langs) for i, b in enumerate(blocks) if b.langs},
     )
 
 

@@ -26,6 +26,9 @@ class Chapter:
     breaks: set[int] = field(default_factory=set)
     # Paragraph index → (start, end, ipa) spans from the book's inline ssml:ph attributes.
     pronunciations: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
+    # Paragraph index → (start, end, BCP 47 tag) runs of text in a language the markup names
+    # (xml:lang/lang); text outside them is in the book's language.
+    languages: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
 
     def kind(self, index: int) -> str:
         return self.kinds[index] if index < len(self.kinds) else "text"

@@ -9,6 +9,11 @@ lexicon.py) is never cut and never ends a sentence.
 Pauses follow what ends there: a sentence, a paragraph, a heading (a little longer than a
 paragraph, so the title stands apart), a scene break (`Chapter.breaks`: <hr/>, "* * *") and the
 chapter.
+
+A segment is in one language: where the markup says a passage is in another language than the
+book (`Chapter.languages`), the passage is segmented on its own and its segments carry its tag
+(`Segment.lang`; None is the book's language), so a voice that speaks it can read it as such.
+Where a language changes inside a sentence the pause is a short one.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .language import runs as language_runs
 from .lexicon import protect, restore
 from .model import Chapter
 
@@ -23,6 +29,7 @@ MAX_SEGMENT_CHARS = 300
 
 # Silence after a segment, by what ends there. Chosen to sound like an unhurried human reader.
 PAUSE_SENTENCE_MS = 250
+PAUSE_LANGUAGE_MS = 100  # a language change inside a sentence: about a comma's breath
 PAUSE_PARAGRAPH_MS = 700
 PAUSE_HEADING_MS = 1000
 PAUSE_SCENE_BREAK_MS = 1600
@@ -39,6 +46,7 @@ _ABBREVIATIONS = {
 
 # A sentence ends at . ! ? or an ellipsis, optionally followed by closing quotes/brackets, then space.
 _SENTENCE_END = re.compile(r"""([.!?…]+["'”’»)\]]*)\s+""")
+_ENDS_SENTENCE = re.compile(r"""[.!?…]+["'”’»)\]]*$""")
 _SOFT_BREAKS = [re.compile(p) for p in (r"[;:]\s+", r"[,—–]\s*", r"\s+")]
 
 
@@ -48,6 +56,7 @@ class Segment:
     index: int  # position within the chapter
     text: str
     pause_after_ms: int
+    lang: str | None = None  # BCP 47 tag of a passage not in the book's language; None: the book's
 
 
 def split_sentences(paragraph: str) -> list[str]:
@@ -111,17 +120,27 @@ def _last_break(pattern: re.Pattern, text: str, start: int, limit: int) -> int:
 
 
 def segment_chapter(chapter_index: int, chapter: Chapter, limit: int = MAX_SEGMENT_CHARS) -> list[Segment]:
-    pieces: list[tuple[str, int]] = []
+    pieces: list[tuple[str, int, str | None]] = []
     for index, paragraph in enumerate(chapter.paragraphs):
         if index in chapter.breaks and pieces:
-            pieces[-1] = (pieces[-1][0], max(pieces[-1][1], PAUSE_SCENE_BREAK_MS))
-        protected, kept = protect(paragraph)
-        sentences = [restore(p, kept) for s in split_sentences(protected) for p in split_long(s, limit)]
+            pieces[-1] = (pieces[-1][0], max(pieces[-1][1], PAUSE_SCENE_BREAK_MS), pieces[-1][2])
         end_pause = PAUSE_HEADING_MS if chapter.kind(index) == "heading" else PAUSE_PARAGRAPH_MS
-        for i, text in enumerate(sentences):
-            last = i == len(sentences) - 1
-            pieces.append((text, end_pause if last else PAUSE_SENTENCE_MS))
-    segments = [Segment(chapter_index, i, text, pause) for i, (text, pause) in enumerate(pieces)]
+        # The spans are the spoken chapter's: already in terms of other languages than the book's.
+        runs = language_runs(paragraph, chapter.languages.get(index), "")
+        for r, (start, end, lang) in enumerate(runs):
+            protected, kept = protect(paragraph[start:end])
+            sentences = [restore(p, kept) for s in split_sentences(protected) for p in split_long(s, limit)]
+            sentences = [s for s in sentences if s]
+            for i, text in enumerate(sentences):
+                if i < len(sentences) - 1:
+                    pause = PAUSE_SENTENCE_MS
+                elif r == len(runs) - 1:
+                    pause = end_pause
+                else:  # the language changes here: a sentence end, or within a sentence
+                    pause = PAUSE_SENTENCE_MS if _ENDS_SENTENCE.search(text) else PAUSE_LANGUAGE_MS
+                pieces.append((text, pause, lang))
+    segments = [Segment(chapter_index, i, text, pause, lang) for i, (text, pause, lang) in enumerate(pieces)]
     if segments:
-        segments[-1] = Segment(chapter_index, len(segments) - 1, segments[-1].text, PAUSE_CHAPTER_MS)
+        last = segments[-1]
+        segments[-1] = Segment(chapter_index, last.index, last.text, PAUSE_CHAPTER_MS, last.lang)
     return segments

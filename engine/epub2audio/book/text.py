@@ -13,7 +13,10 @@ held (`Block.notes`), and blocks inside the note bodies the caller names are fla
 (<hr>, epub:type="z3998:scene-break" or role="separator", or a paragraph that is only a row of
 asterisks or a dinkus such as "* * *" or "⁂") is not read; the next block gets `break_before`.
 Inline pronunciations (`ssml:ph` with alphabet "ipa", the alphabet inherited from an ancestor)
-come out as `Block.phonemes`: (start, end, ipa) spans over the block's text.
+come out as `Block.phonemes`: (start, end, ipa) spans over the block's text. Languages
+(`xml:lang` / `lang`, inherited from the nearest ancestor, the <html> element included) come out
+as `Block.langs`: (start, end, tag) spans over the text whose language is known, so the caller can
+tell a Latin epigraph from the English around it.
 
 `read_blocks` also drops an `Anchor` marker into the block stream wherever an element with one of
 the requested ids starts, so the caller can cut a document into chapters at TOC #fragments.
@@ -31,7 +34,14 @@ SSML_PH = "{http://www.w3.org/2001/10/synthesis}ph"
 SSML_ALPHABET = "{http://www.w3.org/2001/10/synthesis}alphabet"
 # Private markers around an ssml:ph span while text is assembled: START ipa MID text END.
 PH_START, PH_MID, PH_END = "\ue000", "\ue002", "\ue001"
-PH_SPAN = re.compile("\ue000([^\ue000-\ue002]*)\ue002([^\ue000-\ue002]*)\ue001")
+# Private markers around a run of text in one language: START tag MID text END.
+LANG_START, LANG_MID, LANG_END = "\ue003", "\ue004", "\ue005"
+MARKERS = re.compile("[\ue000-\ue005]")
+# All our markup, the IPA and language tags inside it included: what is left is the shown text.
+MARKUP = re.compile("[\ue000\ue003][^\ue002\ue004]*[\ue002\ue004]|[\ue000-\ue005]")
+XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+LANG_TAG = re.compile(r"^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$")
+INSCRIPTION_TYPES = frozenset(["epigraph", "dedication"])
 NOTEREF_TYPES = frozenset(["noteref", "z3998:footnote-ref", "z3998:note-ref"])
 NOTEREF_ROLES = frozenset(["doc-noteref"])
 SCENE_BREAK_TYPES = frozenset(["z3998:scene-break", "scene-break", "separator", "z3998:section-break"])
@@ -92,36 +102,129 @@ class Block:
     notes: list[str] = field(default_factory=list)  # hrefs of the note references it held
     in_note: bool = False  # part of a note body the caller asked about
     break_before: bool = False  # a scene break comes before it
+    inscription: bool = False  # part of an epigraph or dedication (read even on a skipped title page)
     phonemes: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, ipa)
+    langs: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, BCP 47 tag)
 
 
 def make_block(raw: str, heading: bool = False, **kw) -> Block:
-    """Clean text (with ssml:ph markers) → a Block with its pronunciation spans."""
+    """Clean text (with ssml:ph and language markers) → a Block with its pronunciation and
+    language spans. Markers that do not pair up (a hostile document, a span cut by a chapter
+    line) are dropped with the text kept."""
     text = clean(raw)
-    spans: list[tuple[int, int, str]] = []
-    if PH_START in text:
-        out, pos, length = [], 0, 0
-        for m in PH_SPAN.finditer(text):
-            before = text[pos:m.start()]
-            out.append(before)
-            length += len(before)
-            shown = m.group(2)
-            lead = len(shown) - len(shown.lstrip())
-            shown_stripped = shown.strip()
-            out.append(shown)
-            if shown_stripped and m.group(1).strip():
-                spans.append((length + lead, length + lead + len(shown_stripped), clean(m.group(1))))
-            length += len(shown)
-            pos = m.end()
-        out.append(text[pos:])
-        text = "".join(out)
-        text = re.sub("[\ue000-\ue002]", "", text)
-        stripped = text.strip()
-        if stripped != text:
-            shift = len(text) - len(text.lstrip())
-            spans = [(a - shift, b - shift, ipa) for a, b, ipa in spans]
-            text = stripped
-    return Block(text, heading, phonemes=spans, **kw)
+    if not MARKERS.search(text):
+        return Block(text, heading, **kw)
+    out: list[str] = []
+    length = 0
+    phonemes: list[tuple[int, int, str]] = []
+    langs: list[tuple[int, int, str]] = []
+    open_ph: list[tuple[int, str]] = []  # (start, ipa), innermost last
+    open_lang: list[tuple[int, str]] = []
+    pos = 0
+
+    def keep(piece: str) -> None:
+        # markers removed from between two spaces must not leave a double space (or a leading one)
+        nonlocal length
+        if piece[:1] == " " and (not out or out[-1].endswith(" ")):
+            piece = piece[1:]
+        if piece:
+            out.append(piece)
+            length += len(piece)
+
+    for m in MARKERS.finditer(text):
+        if m.start() < pos:  # inside a tag or IPA already read
+            continue
+        keep(text[pos:m.start()])
+        pos = m.end()
+        mark = m.group()
+        if mark in (PH_START, LANG_START):
+            mid = text.find(PH_MID if mark == PH_START else LANG_MID, pos)
+            if mid < 0:
+                continue
+            value, pos = text[pos:mid], mid + 1
+            (open_ph if mark == PH_START else open_lang).append((length, value))
+        elif mark == PH_END and open_ph:
+            start, ipa = open_ph.pop()
+            # the innermost pronunciation wins: an outer one that holds another is dropped
+            if not (phonemes and phonemes[-1][0] >= start):
+                phonemes.append((start, length, clean(MARKERS.sub("", ipa))))
+        elif mark == LANG_END and open_lang:
+            start, tag = open_lang.pop()
+            langs.append((start, length, tag))
+    keep(text[pos:])
+    for start, tag in open_lang:  # unclosed: runs to the end
+        langs.append((start, length, tag))
+    text = "".join(out).rstrip()  # no leading space: keep() dropped it
+    phonemes = [(a, min(b, len(text)), ipa) for a, b, ipa in phonemes if ipa]
+    langs = [(a, min(b, len(text)), tag) for a, b, tag in langs]
+    return Block(text, heading, phonemes=_trim_spans(text, phonemes),
+                 langs=_trim_spans(text, _flatten_langs(_trim_spans(text, langs))), **kw)
+
+
+def _trim_spans(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Spans over `text`, each without leading or trailing spaces; empty ones dropped."""
+    kept = []
+    for start, end, value in spans:
+        piece = text[start:end]
+        start += len(piece) - len(piece.lstrip())
+        end -= len(piece) - len(piece.rstrip())
+        if end > start:
+            kept.append((start, end, value))
+    return kept
+
+
+def _flatten_langs(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Nested language spans → non-overlapping runs in text order, the innermost language
+    winning; neighbouring runs of one language merge."""
+    runs: list[tuple[int, int, str]] = []
+    stack: list[tuple[int, int, str]] = []
+    pos = 0
+
+    def run_to(upto: int) -> None:
+        nonlocal pos
+        if stack and upto > pos:
+            tag = stack[-1][2]
+            if runs and runs[-1][2] == tag and runs[-1][1] == pos:
+                runs[-1] = (runs[-1][0], upto, tag)
+            else:
+                runs.append((pos, upto, tag))
+        pos = max(pos, upto)
+
+    # outer before inner; of two spans over the same text the one closed later is the outer
+    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], -spans[i][1], -i))
+    for span in (spans[i] for i in order):
+        while stack and stack[-1][1] <= span[0]:
+            run_to(stack[-1][1])
+            stack.pop()
+        run_to(span[0])
+        stack.append(span)
+    while stack:
+        run_to(stack[-1][1])
+        stack.pop()
+    return runs
+
+
+def element_lang(el) -> str | None:
+    """The language an element declares (xml:lang wins over lang), if it is a well-formed tag."""
+    value = el.get(XML_LANG) or el.get("lang") or el.get("xml:lang")
+    value = (value or "").strip()
+    return value if LANG_TAG.match(value) else None
+
+
+def inherited_lang(el) -> str | None:
+    """The language in effect at an element: its own, else its nearest ancestor's."""
+    node = el
+    while node is not None:
+        if isinstance(node.tag, str):
+            lang = element_lang(node)
+            if lang:
+                return lang
+        node = node.getparent()
+    return None
+
+
+def lang_marked(text: str, lang: str | None) -> str:
+    return f"{LANG_START}{lang}{LANG_MID}{text}{LANG_END}" if lang and text else text
 
 
 @dataclass
@@ -205,6 +308,12 @@ def epub_types(el) -> set[str]:
     return set(value.split())
 
 
+def is_inscription(el) -> bool:
+    """An epigraph or a dedication: the author's words, even where the page around them is not."""
+    roles = set((el.get("role") or "").split())
+    return bool(epub_types(el) & INSCRIPTION_TYPES or roles & {"doc-epigraph", "doc-dedication"})
+
+
 def find_body(root):
     for el in root.iter():
         if local_name(el) == "body":
@@ -224,7 +333,10 @@ def read_blocks(root, anchors: set[str] | frozenset[str] = frozenset(),
     """The spoken blocks of a parsed document, with an Anchor wherever an id in `anchors` starts.
     Blocks read inside an element of `note_elements` are flagged in_note."""
     reader = _Reader(anchors, note_elements)
-    reader.walk(find_body(root))
+    body = find_body(root)
+    parent = body.getparent()
+    reader.lang = [inherited_lang(parent) if parent is not None else None]
+    reader.walk(body)
     reader.flush()
     return reader.out
 
@@ -334,12 +446,22 @@ def _is_verse(el) -> bool:
     return bool(classes and VERSE_CLASSES.intersection(classes.split()))
 
 
+def shown(raw: str) -> str:
+    """Raw block text as it will read: markup gone, whitespace cleaned."""
+    return clean(MARKUP.sub("", raw))
+
+
+def source_text(text: str | None) -> str | None:
+    """Text from the document, without characters that would read as our private markers."""
+    return MARKERS.sub("", text) if text and MARKERS.search(text) else text
+
+
 def join_verse_lines(lines: list[str]) -> str:
     """One line group → one block; a line that ends without punctuation gets a comma so that the
     voice pauses at the line end."""
     lines = [clean(line) for line in lines]
     lines = [line for line in lines if line]
-    spoken = [line + "," if line.rstrip(PH_END)[-1:].isalnum() else line for line in lines[:-1]]
+    spoken = [line + "," if line.rstrip(PH_END + LANG_END)[-1:].isalnum() else line for line in lines[:-1]]
     return " ".join(spoken + lines[-1:])
 
 
@@ -350,10 +472,13 @@ class _Reader:
         self.anchors = anchors
         self.note_elements = note_elements
         self.in_note = 0
+        self.in_inscription = 0
         self.block_notes: list[str] = []  # noterefs seen in the block being built
         self.pending_break = False
         self.out: list[Block | Anchor] = []
         self.parts: list[str] = []  # text of the block being built
+        self.part_langs: list[str | None] = []  # the language each part was read in
+        self.lang: list[str | None] = [None]  # the language in effect, innermost last
         self.link_chars = 0  # characters of it that came from internal links
         self.text_chars = 0  # characters of it that came from anything else
         self.in_link = 0
@@ -363,6 +488,7 @@ class _Reader:
         if not text:
             return
         self.parts.append(text)
+        self.part_langs.append(self.lang[-1])
         if not text.isspace():
             if self.in_link:
                 self.link_chars += len(text)
@@ -370,16 +496,41 @@ class _Reader:
                 self.text_chars += len(text)
 
     def flush(self, heading: bool = False):
-        raw = "".join(self.parts)
+        raw = self._marked_text()
         nav_only = self.link_chars and not self.text_chars
-        self.parts, self.link_chars, self.text_chars = [], 0, 0
+        self.parts, self.part_langs, self.link_chars, self.text_chars = [], [], 0, 0
         if nav_only:
             return
         lines = RAW_LINES.split(raw)
-        if len(lines) > 1 and any(CHAPTER_LINE.match(clean(line)) for line in lines):
+        if len(lines) > 1 and any(CHAPTER_LINE.match(shown(line)) for line in lines):
             self._emit_with_chapter_lines(lines)
             return
         self.emit(make_block(raw, heading))
+
+    def mark(self, marker: str):
+        """A private marker into the block being built (not counted as text)."""
+        self.parts.append(marker)
+        self.part_langs.append(self.lang[-1])
+
+    def _marked_text(self) -> str:
+        """The block's parts, each run of one language wrapped in language markers."""
+        if not any(self.part_langs):
+            return "".join(self.parts)
+        out, run, run_lang = [], [], None
+        for text, lang in zip(self.parts, self.part_langs):
+            if lang != run_lang and run:
+                out.append(lang_marked("".join(run), run_lang))
+                run = []
+            run.append(text)
+            run_lang = lang
+        out.append(lang_marked("".join(run), run_lang))
+        return "".join(out)
+
+    def push_lang(self, el):
+        self.lang.append(element_lang(el) or self.lang[-1])
+
+    def pop_lang(self, _=None):
+        self.lang.pop()
 
     def emit(self, block: Block):
         """Add a finished block, carrying the notes, note flag and scene break."""
@@ -391,13 +542,14 @@ class _Reader:
             return
         block.notes, self.block_notes = self.block_notes, []
         block.in_note = self.in_note > 0
+        block.inscription = self.in_inscription > 0
         block.break_before, self.pending_break = self.pending_break, False
         self.out.append(block)
 
     def _emit_with_chapter_lines(self, lines: list[str]):
         pending: list[str] = []
         for line in lines:
-            if CHAPTER_LINE.match(clean(line)):
+            if CHAPTER_LINE.match(shown(line)):
                 self._emit_text(" ".join(pending))
                 pending = []
                 self.emit(make_block(line, heading=True))
@@ -443,11 +595,21 @@ class _Reader:
             self._open(el)
             self.scheduled.append((self._end_note, None))
             return
+        if is_inscription(el):
+            self.flush()
+            self.in_inscription += 1
+            self._open(el)
+            self.scheduled.append((self._end_inscription, None))
+            return
         self._open(el)
 
     def _end_note(self, _):
         self.flush()
         self.in_note -= 1
+
+    def _end_inscription(self, _):
+        self.flush()
+        self.in_inscription -= 1
 
     def _open(self, el):
         self.mark_anchor(el)
@@ -455,13 +617,13 @@ class _Reader:
         if tag == "tr":
             self.flush()
             self._note_refs(el)
-            self.add(row_text(el))
+            self.add(lang_marked(row_text(el), self.lang[-1]))
             self.flush()
             return
         if tag == "hgroup":
             self.flush()
             self._note_refs(el)
-            self.add(heading_group_text(el))
+            self.add(lang_marked(heading_group_text(el), self.lang[-1]))
             self.flush(heading=True)
             return
         if _is_verse(el) or tag == "pre":
@@ -474,22 +636,24 @@ class _Reader:
         block = tag in BLOCK_TAGS
         if block:
             self.flush()
+        self.push_lang(el)
         link = tag == "a" and _is_internal_link(el)
         self.in_link += link
         ph = ssml_phonemes(el)
         if ph:
-            self.parts.append(PH_START + ph + PH_MID)
-        self.add(el.text)
+            self.mark(PH_START + source_text(ph) + PH_MID)
+        self.add(source_text(el.text))
         for child in el:
             self.scheduled.append((self._enter, child))
-            self.scheduled.append((self.add, child.tail))
+            self.scheduled.append((self.add, source_text(child.tail)))
         self.scheduled.append((self._close, (tag if block else None, link, ph)))
 
     def _close(self, opened):
         block_tag, link, ph = opened
         if ph:
-            self.parts.append(PH_END)
+            self.mark(PH_END)
         self.in_link -= link
+        self.pop_lang()
         if block_tag:
             self.flush(heading=block_tag in HEADING_TAGS)
 
@@ -498,23 +662,25 @@ class _Reader:
         stanzas = [c for c in el if _is_stanza(c)]
         if not stanzas:
             self._note_refs(el)
-            lines = inline_lines(el)
+            lines = inline_lines(el)  # marks el's own language
             if lines:
-                self.emit(make_block(join_verse_lines(lines)))
+                self.emit(make_block(lang_marked(join_verse_lines(lines), self.lang[-1])))
             return
+        self.push_lang(el)
         for child in el:
             if _is_stanza(child):
                 self.scheduled.append((self._stanza, child))
             elif not is_unread(child):
                 self.scheduled.append((self._enter, child))
                 self.scheduled.append((self.flush, False))
+        self.scheduled.append((self.pop_lang, None))
 
     def _stanza(self, el):
         self.mark_anchor(el)
         self._note_refs(el)
         lines = inline_lines(el)
         if lines:
-            self.emit(make_block(join_verse_lines(lines)))
+            self.emit(make_block(lang_marked(join_verse_lines(lines), self.lang[-1])))
 
     def _note_refs(self, el):
         """Note references inside verse, which is read through inline_text rather than walk."""
@@ -554,25 +720,44 @@ def _collect(root, parts: list[str]):
         tag = local_name(el)
         if tag == "br" or tag in BLOCK_TAGS:
             parts.append(LINE_BREAK)
+        lang = element_lang(el)
+        if lang:
+            parts.append(LANG_START + lang + LANG_MID)
         ph = ssml_phonemes(el)
         if ph:
-            parts.append(PH_START + ph + PH_MID)
+            parts.append(PH_START + source_text(ph) + PH_MID)
         if el.text:
-            parts.append(el.text)
+            parts.append(source_text(el.text))
         after: list = []
         for child in el:
             after.append(child)
             if child.tail:
-                after.append(child.tail)
+                after.append(source_text(child.tail))
         if ph:
             after.append(PH_END)
+        if lang:
+            after.append(LANG_END)
         if tag in BLOCK_TAGS:
             after.append(LINE_BREAK)
         stack.extend(reversed(after))
 
 
 def inline_lines(el) -> list[str]:
-    return [line for line in (clean(x) for x in inline_text(el).split(LINE_BREAK)) if line]
+    """The lines of inline_text, cleaned; a line that is only markers joins its neighbour."""
+    lines: list[str] = []
+    carry = ""
+    for line in (clean(x) for x in inline_text(el).split(LINE_BREAK)):
+        if not line:
+            continue
+        if not shown(line):
+            if lines:
+                lines[-1] += line
+            else:
+                carry += line
+            continue
+        lines.append(carry + line)
+        carry = ""
+    return lines
 
 
 def row_text(tr) -> str:

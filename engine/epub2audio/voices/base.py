@@ -3,6 +3,10 @@
 A voice turns one segment of text into mono 16-bit PCM at its own sample rate. The same text and
 seed must give the same bytes: a voice draws randomness only from the seed it is handed, never from
 global RNG state, so a segment's audio does not depend on what was synthesised before it.
+
+A segment in another language than the book's comes with `language` (a BCP 47 tag); a voice uses
+it if it can and otherwise ignores it. It is passed only when set, so a voice may leave it out of
+its signature.
 """
 
 from __future__ import annotations
@@ -25,6 +29,6 @@ class VoiceInfo:
 class Voice(Protocol):
     info: VoiceInfo
 
-    def synthesize(self, text: str, seed: int) -> bytes:
+    def synthesize(self, text: str, seed: int, language: str | None = None) -> bytes:
         """Mono signed 16-bit little-endian PCM at info.sample_rate."""
         ...

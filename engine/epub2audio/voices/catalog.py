@@ -17,6 +17,16 @@ from ..errors import InputError, JobFailed
 BUILTIN = {"joe": "Joe, the embedded Piper voice (en_US, 22.05 kHz)", "tone": "a test tone (checks the pipeline)"}
 ALIASES = {"piper": "joe", "default": "joe"}
 
+# What each voice speaks, by primary language subtag. Joe is an en-US Piper voice; a CosyVoice3
+# profile speaks what Fun-CosyVoice3 was trained on (upstream README: nine languages, plus Chinese
+# dialects), whatever language its reference recording was in. The tone speaks nothing and
+# so is never warned about.
+SPEAKS = {"joe": ("en",)}
+COSYVOICE3_LANGUAGES = ("zh", "en", "ja", "ko", "de", "es", "fr", "it", "ru")
+# Voices whose audio depends on the language they are told (store.segment_key then includes
+# it). None yet: Piper ignores it and CosyVoice3 reads the language from the text itself.
+LANGUAGE_AUDIO_VOICES: frozenset[str] = frozenset()
+
 
 @dataclass
 class VoiceChoice:
@@ -52,6 +62,37 @@ def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: 
     threads = max(1, _available_cores() // max(1, workers))
     return VoiceChoice(f"cosyvoice3:{profile}", {"model_dir": str(model), "profile_dir": str(profile_dir),
                                                  "extra": extra or {}}, threads)
+
+
+def languages_of(voice: str) -> tuple[str, ...] | None:
+    """The primary language subtags a voice speaks; None: it has no language (the tone)."""
+    voice = ALIASES.get(voice, voice)
+    if voice.startswith("cosyvoice3:"):
+        return COSYVOICE3_LANGUAGES
+    return SPEAKS.get(voice)
+
+
+def language_changes_audio(voice: str) -> bool:
+    return ALIASES.get(voice, voice) in LANGUAGE_AUDIO_VOICES
+
+
+def language_warning(book_language: str, voice: str) -> str | None:
+    """One line when the book's language is not one `voice` speaks, naming the voices that do;
+    None when it is (or the book names no language, or the voice has none)."""
+    from ..book.language import name, primary
+
+    code = primary(book_language)
+    spoken = languages_of(voice)
+    if not code or spoken is None or code in spoken:
+        return None
+    others = [v for v in SPEAKS if code in SPEAKS[v] and v != voice]
+    if code in COSYVOICE3_LANGUAGES:
+        profiles = [f"cosyvoice3:{p}" for p in saved_profiles()]
+        others += profiles or ["a CosyVoice3 voice (make one with `epub2audio voice add NAME --wav FILE`)"]
+    speakers = ", ".join(others) if others else "none of the voices here"
+    spoken_names = ", ".join(name(c) for c in spoken)
+    return (f"the book is in {name(book_language)} but voice {voice} speaks {spoken_names}; "
+            f"voices that speak {name(book_language).split(' (')[0]}: {speakers}")
 
 
 def _available_cores() -> int:

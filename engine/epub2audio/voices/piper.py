@@ -168,7 +168,9 @@ class PiperEmbeddedVoice:
             },
         )
 
-    def synthesize(self, text: str, seed: int) -> bytes:
+    def synthesize(self, text: str, seed: int, language: str | None = None) -> bytes:
+        # Joe speaks only English (espeak-ng en-us phonemes): a foreign passage is read as well as
+        # those can, and the language changes nothing in the audio.
         rng = np.random.Generator(np.random.PCG64(seed))
         pieces = []
         for phonemes in self.phonemes(text):

@@ -19,7 +19,7 @@ class ToneVoice:
         precision="int16", model_id="tone:2",
     )
 
-    def synthesize(self, text: str, seed: int) -> bytes:
+    def synthesize(self, text: str, seed: int, language: str | None = None) -> bytes:
         digest = hashlib.sha256(f"{seed}:{text}".encode()).digest()
         frequency = 220 + digest[0] * 2
         # Paced like speech (~14 characters a second), so `verify` judges its timing as it would a voice's.

@@ -75,7 +75,13 @@ def main() -> int:
         frame = protocol.receive(stdin)
         if frame is None:
             return 0
-        _answer(out, frame[0], faults, lambda r: voice.synthesize(r["text"], r["seed"]))
+        _answer(out, frame[0], faults, lambda r: voice.synthesize(r["text"], r["seed"], **language(r)))
+
+
+def language(request: dict) -> dict:
+    """The optional language of a request, as keyword arguments for Voice.synthesize: none when
+    the segment is in the book's language, so voices written before languages keep working."""
+    return {"language": request["lang"]} if request.get("lang") else {}
 
 
 def _answer(out, request: dict, faults: Faults, synthesize) -> None:
@@ -120,7 +126,7 @@ def _serve_pipelined(voice, stdin, out, faults: Faults, threads: int) -> int:
         try:
             set_torch_threads(threads)
             while (request := inbox.get()) is not None:
-                _answer(out, request, faults, lambda r: prefetch.synthesize(r["id"], r["text"], r["seed"]))
+                _answer(out, request, faults, lambda r: prefetch.synthesize(r["id"], r["text"], r["seed"], **language(r)))
         except BaseException as error:  # e.g. the parent went away mid-answer
             print(f"worker: render thread stopped: {type(error).__name__}: {error}", file=sys.stderr)
             status[0] = status[0] or 5

@@ -131,12 +131,13 @@ class Prefetcher:
         with self._lock:
             self._futures[request_id] = (args, self._queue(*args))
 
-    def synthesize(self, request_id: Any, text: str, seed: int) -> bytes:
+    def synthesize(self, request_id: Any, text: str, seed: int, **language) -> bytes:
+        """language: the request's optional `language=` for the voice (see worker/child.py)."""
         with self._lock:
             entry = self._futures.pop(request_id, None)
         self._current.entry = entry
         try:
-            return self.voice.synthesize(text, seed)
+            return self.voice.synthesize(text, seed, **language)
         finally:
             self._current.entry = None
 

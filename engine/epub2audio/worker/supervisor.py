@@ -118,13 +118,17 @@ class Worker:
             raise WorkerDied(f"worker exited with {_describe_exit(code)} while {doing}")
         return frame
 
-    def synthesize(self, request_id: int, text: str, seed: int, timeout: float) -> tuple[bytes, dict]:
-        self.send(request_id, text, seed)
+    def synthesize(self, request_id: int, text: str, seed: int, timeout: float,
+                   lang: str | None = None) -> tuple[bytes, dict]:
+        self.send(request_id, text, seed, **_lang(lang))
         return self.answer(request_id, timeout)
 
-    def send(self, request_id: int, text: str, seed: int) -> None:
+    def send(self, request_id: int, text: str, seed: int, lang: str | None = None) -> None:
+        request = {"type": "synthesize", "id": request_id, "text": text, "seed": seed}
+        if lang:  # the language of a passage not in the book's; voices may ignore it
+            request["lang"] = lang
         try:
-            protocol.send(self.process.stdin, {"type": "synthesize", "id": request_id, "text": text, "seed": seed})
+            protocol.send(self.process.stdin, request)
         except (BrokenPipeError, OSError):
             code = self.process.wait()
             raise WorkerDied(f"worker exited with {_describe_exit(code)}") from None
@@ -163,6 +167,11 @@ class Worker:
             self._log = subprocess.DEVNULL
 
 
+def _lang(lang: str | None) -> dict:
+    """A segment's language as keyword arguments, none when it is the book's."""
+    return {"lang": lang} if lang else {}
+
+
 @dataclass
 class _Job:
     """One item on its way through `Supervisor.run_pipelined`."""
@@ -170,6 +179,7 @@ class _Job:
     item: object
     text: str
     seed: int
+    lang: str | None = None
     request_id: int = 0
     reasons: list[str] = field(default_factory=list)  # one per charged attempt
     alone: bool = False  # was in flight when a worker died beside another: run it by itself
@@ -235,14 +245,14 @@ class Supervisor:
                 self.stats.spawned += 1
             return self.worker
 
-    def synthesize(self, text: str, seed: int) -> tuple[bytes, float, VoiceDetails]:
+    def synthesize(self, text: str, seed: int, lang: str | None = None) -> tuple[bytes, float, VoiceDetails]:
         """PCM for one segment, retrying on fresh workers; raises SegmentFailed at the end."""
         reasons = []
         for _attempt in range(self.policy.retries + 1):
             self._next_id += 1
             try:
                 worker = self._ensure_worker()  # a worker can die while loading, too
-                pcm, header = worker.synthesize(self._next_id, text, seed, self.policy.request_timeout)
+                pcm, header = worker.synthesize(self._next_id, text, seed, self.policy.request_timeout, **_lang(lang))
             except WorkerDied as error:
                 if self.stopping:
                     raise Stopped() from None
@@ -278,7 +288,7 @@ class Supervisor:
     def run_pipelined(self, take, give) -> None:
         """Synthesise items with up to `policy.pipeline_depth` requests in flight on the worker.
 
-        `take()` returns the next `(item, text, seed)` or None when there is no more work; it is
+        `take()` returns the next `(item, text, seed)` or `(item, text, seed, lang)`, or None when there is no more work; it is
         called only when a request slot is free. `give(item, pcm, seconds, details, error)` gets
         each result (pcm None and error set for a segment that failed after its retries), in
         completion order, in this thread. The guarantees of `synthesize` hold:
@@ -330,7 +340,7 @@ class Supervisor:
                     flight.append(job)
                     try:
                         worker = self._ensure_worker()  # a worker can die while loading, too
-                        worker.send(job.request_id, job.text, job.seed)
+                        worker.send(job.request_id, job.text, job.seed, **_lang(job.lang))
                     except WorkerDied as error:
                         worker = self._after_death(error, flight, pending, give)
                 if not flight:

@@ -223,8 +223,15 @@ class CosyVoice3Voice:
             # (hift.one_thread), so a segment's bytes do not depend on --workers or the budget
             return self.hift.inference(mel).cpu()
 
-    def synthesize(self, text: str, seed: int) -> bytes:
-        """Mono int16 little-endian PCM at 24 kHz. No speech tokens -> 0.2 s of silence."""
+    def synthesize(self, text: str, seed: int, language: str | None = None) -> bytes:
+        """Mono int16 little-endian PCM at 24 kHz. No speech tokens -> 0.2 s of silence.
+
+        language: taken and not needed. CosyVoice3 has no language tokens (its added special
+        tokens are the prompt/system markers, the sound events and the CMU/pinyin pronunciation
+        tokens) and upstream's zero-shot mode marks no language: the LLM reads the language from
+        the text itself. A CosyVoice-1 style ``<|fr|>`` would be split into ordinary BPE pieces and
+        said. So a French segment's LLM input is its text's ids, as for any other segment, and
+        its audio does not depend on `language` (the store keys it without one)."""
         tokens = self.speech_tokens(text.strip(), seed)
         if not tokens:
             return bytes(2 * int(SILENCE_SECONDS * SAMPLE_RATE))
