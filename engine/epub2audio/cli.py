@@ -126,6 +126,36 @@ def run_voice(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def model_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="epub2audio model", description="Manage CosyVoice3 model folders.")
+    sub = p.add_subparsers(dest="action", required=True)
+    c = sub.add_parser("compress", help="write a smaller copy of a Fun-CosyVoice3-0.5B folder")
+    c.add_argument("--model-dir", type=Path, required=True, help="the Fun-CosyVoice3-0.5B folder")
+    c.add_argument("--out", type=Path, required=True, help="the new folder (must not exist)")
+    c.add_argument("--llm", choices=("fp32", "bf16", "int8", "int4"), default="int8",
+                   help="LLM layers (default int8); the embeddings and heads stay at 8 bits or more")
+    c.add_argument("--flow", choices=("fp32", "fp16", "bf16"), default="fp32", help="flow weights (default fp32)")
+    c.add_argument("--hift", choices=("fp32", "fp16"), default="fp32", help="vocoder weights (default fp32)")
+    c.add_argument("--vocab", nargs="+", default=["all"], metavar="LANG",
+                   help="all (default) or languages (e.g. en fr): keep only the text-embedding rows they need; "
+                        "a text needing another token is refused")
+    c.add_argument("--prompt-parts", choices=("keep", "drop"), default="keep",
+                   help="drop leaves out campplus.onnx and speech_tokenizer_v3.onnx (only `voice add` needs them)")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def run_model(args: argparse.Namespace) -> int:
+    from .voices.catalog import compress_model
+
+    result = compress_model(args.model_dir, args.out, llm=args.llm, flow=args.flow, hift=args.hift,
+                            vocab=args.vocab, prompt_parts=args.prompt_parts)
+    sizes = result["sizes"]
+    parts = ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in sorted(sizes.items()) if name.endswith(".safetensors"))
+    print(f"Wrote {args.out} ({sum(sizes.values()) / 1e9:.2f} GB without the tokenizer: {parts})")
+    return EXIT_OK
+
+
 def parse_chapter_list(spec: str) -> list[int]:
     """'1-3,7' → [0, 1, 2, 6] (0-based)."""
     chosen = []
@@ -268,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[:1] == ["regen"]:
             return run_regen(regen_parser().parse_args(argv[1:]))
+        if argv[:1] == ["model"]:
+            return run_model(model_parser().parse_args(argv[1:]))
         if argv[:1] == ["voice"]:
             return run_voice(voice_parser().parse_args(argv[1:]))
         if argv[:1] == ["verify"]:

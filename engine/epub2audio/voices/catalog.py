@@ -117,11 +117,26 @@ def add_profile(name: str, wav: Path, text: str | None, model_dir: Path, max_sec
         raise InputError(f"{wav}: no such file")
     request = {"name": name, "wav": str(Path(wav).resolve()), "text": text, "model_dir": str(model_dir),
                "profile_dir": str(profiles_dir() / name), "max_seconds": max_seconds}
-    proc = subprocess.run([sys.executable, "-m", "epub2audio.voices.cosyvoice3.make_profile", json.dumps(request)],
-                          capture_output=True, text=True)
+    return _run_child("epub2audio.voices.cosyvoice3.make_profile", request, "making the voice profile")
+
+
+def compress_model(model_dir: Path, out: Path, *, llm: str, flow: str, hift: str, vocab: list[str],
+                   prompt_parts: str) -> dict:
+    """Write a compact copy of a CosyVoice3 model folder (voices/cosyvoice3/compress.py)."""
+    if not Path(model_dir).is_dir():
+        raise InputError(f"{model_dir}: no such model folder")
+    request = {"model_dir": str(Path(model_dir).resolve()), "out": str(Path(out).absolute()), "llm": llm, "flow": flow,
+               "hift": hift, "vocab": vocab, "prompt_parts": prompt_parts}
+    return _run_child("epub2audio.voices.cosyvoice3.compress", request, "compressing the model")
+
+
+def _run_child(module: str, request: dict, what: str) -> dict:
+    """Run `python -m module REQUEST_JSON` (torch lives there, never here); its last JSON line is
+    the answer: {"ok": true, ...} or {"ok": false, "message": ..., "exit_code": 2|1}."""
+    proc = subprocess.run([sys.executable, "-m", module, json.dumps(request)], capture_output=True, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if not lines:
-        raise JobFailed(f"making the voice profile failed: {(proc.stderr.strip().splitlines() or ['no output'])[-1]}")
+        raise JobFailed(f"{what} failed: {(proc.stderr.strip().splitlines() or ['no output'])[-1]}")
     result = json.loads(lines[-1])
     if not result["ok"]:
         raise (InputError if result["exit_code"] == 2 else JobFailed)(result["message"])

@@ -22,8 +22,15 @@ check that this is a CosyVoice3 recipe and that the checkpoints' dimensions agre
 All dimensions come from the tensors themselves (and BlankEN's config.json for the Qwen2 LLM).
 
 ``model_id`` identifies the weights cheaply: SHA-256 over, for every file that influences the
-output (the three .pt files, both ONNX models, the YAML, config.json and the tokenizer files), its
-name, byte size and 16 evenly spaced 1 MiB blocks (first and last included; small files whole).
+output (the three .pt files, the YAML, config.json and the tokenizer files), its name, byte size
+and 16 evenly spaced 1 MiB blocks (first and last included; small files whole). The two ONNX
+models count by name and size only: they are prompt-only parts (``voice add``), a synthesis
+worker never opens them (a test proves it), and what they compute is in the voice profile, whose
+arrays are hashed into the voice's identity anyway.
+
+A folder written by ``epub2audio model compress`` (marked by ``compressed.json``) holds
+safetensors weights instead of the .pt files and may lack the ONNX models; ``load_checkpoint``
+hands it to compress.py, and its model id covers its manifest and the files synthesis reads.
 That reads at most ~100 MB instead of ~4.4 GB, is independent of paths and mtimes (a copied model
 keeps its id), and changes for any retrained or re-exported file in practice; a change confined
 to unsampled bytes of an equal-sized file would go unnoticed.
@@ -54,6 +61,7 @@ WEIGHT_FILES = ("llm.pt", "flow.pt", "hift.pt")
 ONNX_FILES = ("campplus.onnx", "speech_tokenizer_v3.onnx")
 CONFIG_FILES = ("cosyvoice3.yaml",)
 BLANK_EN_FILES = ("config.json", "vocab.json", "merges.txt", "tokenizer_config.json")
+MANIFEST = "compressed.json"  # marks a folder written by `epub2audio model compress` (compress.py)
 
 _MODEL_ID_BLOCK = 1 << 20
 _MODEL_ID_BLOCKS = 16
@@ -113,7 +121,12 @@ def check_layout(model_dir: str | os.PathLike) -> CheckpointPaths:
     if not d.is_dir():
         raise InputError(f"CosyVoice3 model path {d} is not a directory")
     paths = CheckpointPaths(d)
-    missing = [str(p.relative_to(d)) for p in paths.required() if not p.is_file()]
+    required = paths.required()
+    if (d / MANIFEST).is_file():  # a compressed folder: safetensors weights, prompt parts optional
+        from .compress import compressed_files
+
+        required = compressed_files(d)
+    missing = [str(p.relative_to(d)) for p in required if not p.is_file()]
     if missing:
         raise InputError(f"{d} is not a complete CosyVoice3 model directory; missing: {', '.join(missing)}")
     return paths
@@ -138,9 +151,17 @@ def _file_digest_update(h: "hashlib._Hash", path: Path, name: str | None = None)
 
 def compute_model_id(paths: CheckpointPaths) -> str:
     """``cosyvoice3-<16 hex>``; see the module docstring for what it covers."""
-    h = hashlib.sha256(b"epub2audio cosyvoice3 model_id v1\0")
+    if (paths.model_dir / MANIFEST).is_file():
+        from .compress import compressed_model_id
+
+        return compressed_model_id(paths)
+    h = hashlib.sha256(b"epub2audio cosyvoice3 model_id v2\0")
     for p in paths.required():
-        _file_digest_update(h, p, p.relative_to(paths.model_dir).as_posix())
+        name = p.relative_to(paths.model_dir).as_posix()
+        if p.name in ONNX_FILES:  # prompt-only parts: synthesis never opens them (name and size only)
+            h.update(f"{name}\0{p.stat().st_size}\0".encode())
+            continue
+        _file_digest_update(h, p, name)
     return "cosyvoice3-" + h.hexdigest()[:16]
 
 
@@ -395,6 +416,22 @@ class Checkpoint:
     recipe: dict[str, Any] = field(repr=False)
     model_id: str = ""
     sample_rate: int = SAMPLE_RATE
+    compressed: dict[str, Any] | None = None  # compressed.json of a compressed folder
+
+    @property
+    def source_model_id(self) -> str:
+        """The official folder's id: what the voice profiles' prompt features were made with."""
+        return self.compressed["source_model_id"] if self.compressed else self.model_id
+
+
+def prompt_model_id(paths: CheckpointPaths) -> str:
+    """The id a voice profile records: the source folder's for a compressed one (compression never
+    changes the ONNX models or the tokenizer that make a profile)."""
+    if (paths.model_dir / MANIFEST).is_file():
+        from .compress import read_manifest
+
+        return str(read_manifest(paths.model_dir)["source_model_id"])
+    return compute_model_id(paths)
 
 
 def read_qwen_config(paths: CheckpointPaths) -> dict[str, Any]:
@@ -418,6 +455,10 @@ def load_checkpoint(model_dir: str | os.PathLike) -> Checkpoint:
     recipe = read_recipe(paths.yaml)
     _check_recipe(recipe, paths.yaml.name)
     qwen_config = read_qwen_config(paths)
+    if (paths.model_dir / MANIFEST).is_file():
+        from .compress import load_compressed
+
+        return load_compressed(paths, recipe, qwen_config)
 
     llm_sd = _load_state_dict(paths.llm)
     _check_llm(llm_sd, qwen_config, recipe)

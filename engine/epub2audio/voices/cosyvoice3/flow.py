@@ -384,7 +384,7 @@ def set_flow_dtype(flow: Flow, dtype: torch.dtype) -> Flow:
     return flow
 
 
-def load_flow(sd: dict) -> Flow:
+def load_flow(sd: dict, keep_dtype: bool = False) -> Flow:
     """Build a Flow sized from ``sd``, strict-load it, fp32, eval mode.
 
     The module is built on the meta device and takes ``sd``'s tensors as its parameters (no random
@@ -393,4 +393,6 @@ def load_flow(sd: dict) -> Flow:
     with torch.device("meta"):
         model = Flow(FlowArgs.from_state_dict(sd))
     model.load_state_dict(sd, strict=True, assign=True)
-    return model.float().eval().requires_grad_(False)
+    if not keep_dtype:  # keep_dtype: a compressed folder's half-precision flow, adopted as stored
+        model.float()
+    return model.eval().requires_grad_(False)

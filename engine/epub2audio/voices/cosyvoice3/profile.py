@@ -32,7 +32,7 @@ from epub2audio.errors import InputError
 from epub2audio.files import atomic_write, sha256_file
 
 from . import frontend
-from .checkpoint import check_layout, compute_model_id
+from .checkpoint import MANIFEST, ONNX_FILES, check_layout, prompt_model_id
 
 FORMAT = "epub2audio-cosyvoice3-profile"
 FORMAT_VERSION = 1
@@ -93,6 +93,10 @@ def make_profile(
     what is actually said: the LLM continues the prompt speech after it.
     """
     paths = check_layout(model_dir)
+    missing = [n for n in ONNX_FILES if not (paths.model_dir / n).is_file()]
+    if missing and (paths.model_dir / MANIFEST).is_file():
+        raise InputError(f"{paths.model_dir} is a compressed model folder without {' and '.join(missing)}; "
+                         "voice add needs the full Fun-CosyVoice3-0.5B folder")
     wav = Path(wav_path)
     tokenizer = frontend.load_text_tokenizer(paths.blank_en)
     with tempfile.TemporaryDirectory(prefix="epub2audio-voice-") as work:
@@ -116,7 +120,7 @@ def make_profile(
         mel=feats.mel.astype(np.float32),
         embedding=feats.embedding.astype(np.float32),
         wav_sha256=sha256_file(wav),
-        model_id=compute_model_id(paths),
+        model_id=prompt_model_id(paths),
         created=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         source_sample_rate=feats.source_sample_rate,
         duration=round(float(feats.duration), 3),

@@ -44,6 +44,7 @@ from .flow_fast import flow_precision as flow_precision_of
 from .generate import filter_silent_tokens, generate_speech_tokens
 from .hift import load_hift, set_hift_dtype
 from .profile import Profile, load_profile
+from .vocab import check_text_ids
 
 SAMPLE_RATE = 24000
 SILENCE_SECONDS = 0.2  # what a segment that yields no speech tokens becomes
@@ -74,6 +75,8 @@ class CosyVoice3Voice:
     hift: torch.nn.Module
     profile: Profile
     max_tokens_per_segment: int | None = DEFAULT_MAX_TOKENS_PER_SEGMENT
+    row_of_id: torch.Tensor | None = None  # a compressed folder's kept text ids (vocab.py)
+    vocab: str = ""
 
     @classmethod
     def load(
@@ -108,10 +111,10 @@ class CosyVoice3Voice:
         """
         ckpt = load_checkpoint(model_dir)
         profile = load_profile(profile_dir)
-        if profile.model_id != ckpt.model_id:
+        if profile.model_id not in (ckpt.model_id, ckpt.source_model_id):
             raise InputError(
                 f"voice profile {Path(profile_dir).name!r} was made with model {profile.model_id}, "
-                f"not {ckpt.model_id}; re-create the profile with this model"
+                f"not {ckpt.source_model_id}; re-create the profile with this model"
             )
         if hift_precision not in HIFT_PRECISIONS:
             raise ValueError(f"HiFT precision must be one of {', '.join(HIFT_PRECISIONS)}; got {hift_precision!r}")
@@ -122,10 +125,20 @@ class CosyVoice3Voice:
         if "cuda" in (place.llm, place.flow, place.hift):
             exact_fp32_on_cuda()
         tokenizer = frontend.load_text_tokenizer(ckpt.paths.blank_en)
-        # frees ckpt's torch LLM tensors
-        llm = build_llm(ckpt, place.llm_backend, llm_precision, threads=threads, device=place.llm)
-        flow = load_flow(ckpt.flow_state_dict)
-        if flow_precision != "fp32":
+        row_of_id = None
+        if ckpt.compressed is None:  # frees ckpt's torch LLM tensors
+            llm = build_llm(ckpt, place.llm_backend, llm_precision, threads=threads, device=place.llm)
+            flow = load_flow(ckpt.flow_state_dict)
+        else:  # a compressed folder runs at its stored precisions unless asked for another option
+            from .compress import ROW_MAP_KEY, build_llm_from_folder, stage_precision, stored_precision
+
+            row_of_id = ckpt.llm_state_dict.get(ROW_MAP_KEY)
+            llm = build_llm_from_folder(ckpt, place.llm_backend, llm_precision, threads=threads, device=place.llm)
+            flow_stored = stored_precision(ckpt, "flow")
+            flow_precision = stage_precision(flow_stored, flow_precision)
+            flow = load_flow(ckpt.flow_state_dict, keep_dtype=flow_precision == flow_stored)
+            hift_precision = stage_precision(stored_precision(ckpt, "hift"), hift_precision)
+        if flow_precision != "fp32" and flow_precision != flow_precision_of(flow)[1]:
             from .flow_fast import apply_flow_precision
 
             apply_flow_precision(flow, flow_precision, ckpt.model_id, threads=threads)
@@ -186,7 +199,8 @@ class CosyVoice3Voice:
         )
         return cls(
             info=info, tokenizer=tokenizer, llm=llm, flow=flow, hift=hift, profile=profile,
-            max_tokens_per_segment=max_tokens_per_segment,
+            max_tokens_per_segment=max_tokens_per_segment, row_of_id=row_of_id,
+            vocab=",".join(ckpt.compressed["options"]["vocab"]) if ckpt.compressed else "",
         )  # fmt: skip
 
     # -- stages, separately callable for tests
@@ -196,6 +210,8 @@ class CosyVoice3Voice:
         text_ids = self.tokenizer.encode(text)
         if not text_ids:
             return []
+        # a compressed vocabulary refuses the segment rather than read a row it left out
+        check_text_ids(self.row_of_id, text_ids, self.tokenizer, self.vocab)
         generator = torch.Generator(device="cpu").manual_seed(int(seed))
         with torch.inference_mode():
             tokens = generate_speech_tokens(

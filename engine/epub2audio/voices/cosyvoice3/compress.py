@@ -1,0 +1,476 @@
+"""Compact CosyVoice3 model folders: `epub2audio model compress --model-dir SRC --out DST`.
+
+    DST/
+        compressed.json             what was done: source model id, options, tool version
+        cosyvoice3.yaml             copied
+        CosyVoice-BlankEN/          tokenizer + config.json, copied (never the blank weights)
+        llm.safetensors             the LLM, lm_head left out (CosyVoice3 speaks through llm_decoder)
+        flow.safetensors            the flow, at --flow's precision
+        hift.safetensors            the vocoder, at --hift's precision
+        campplus.onnx, speech_tokenizer_v3.onnx    only with --prompt-parts keep (voice add needs them)
+
+Weights are safetensors, memory-mapped at load. The LLM at ``--llm``:
+    fp32 / bf16   every tensor at that dtype
+    int8          the 7 projections of every Qwen2 layer as int8 + per-output-channel scale, made by
+                  the same observer as torch's dynamic quantisation, so the loaded int8 LLM is the
+                  one `--llm-precision int8` builds from llm.pt, bit for bit, without llm.pt's fp32
+                  copy ever being read; tables (text embedding, speech embedding, llm_decoder),
+                  norms and biases stay fp32
+    int4          the projections as 4-bit (symmetric, groups of 32 inputs, fp16 scales); the three
+                  tables as int8 with a scale per row (never under 8 bits); norms and biases fp32
+``--vocab LANG...`` keeps only the text-embedding rows those languages need (vocab.py).
+
+How a compressed folder runs (`build_llm_from_folder`): an LLM stored at bf16 or int8 runs on
+torch at that precision when asked for torch or auto at "fp32" (the default) or that precision;
+any other request dequantises to fp32 first and takes the ordinary path (backends.build_llm). The
+flow and HiFT run at their stored precision unless another option (int8, onnx-*) is asked for.
+
+The folder is written into a temporary sibling and renamed into place: DST is whole or absent.
+Its model id covers the manifest and every file synthesis reads, so a voice's identity changes
+with the compression; voice profiles made from the source folder keep working (their prompt
+features come from the ONNX models, which compression never changes).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import torch
+from torch import nn
+
+import epub2audio
+from epub2audio.errors import InputError
+
+from . import checkpoint as ck
+from .llm import _LM_HEAD_KEY, _PREFIX, CosyVoice3LM, LLMArgs
+from .vocab import CompactEmbedding, kept_ids, row_map, word_list
+
+FORMAT = "epub2audio-cosyvoice3-compressed"
+FORMAT_VERSION = 1
+MANIFEST = ck.MANIFEST
+LLM_FILE, FLOW_FILE, HIFT_FILE = "llm.safetensors", "flow.safetensors", "hift.safetensors"
+LLM_CHOICES = ("fp32", "bf16", "int8", "int4")
+FLOW_CHOICES = ("fp32", "fp16", "bf16")
+HIFT_CHOICES = ("fp32", "fp16")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+INT4_GROUP = 32
+
+EMBED_KEY = _PREFIX + "embed_tokens.weight"
+ROW_MAP_KEY = _PREFIX + "embed_tokens.row_of_id"
+TABLE_KEYS = (EMBED_KEY, "speech_embedding.weight", "llm_decoder.weight")
+SCALE = ".scale"  # suffix of a quantised tensor's scales
+
+
+def is_block_linear(key: str) -> bool:
+    return key.startswith(_PREFIX + "layers.") and key.endswith("_proj.weight")
+
+
+# ---------------------------------------------------------------------------------------------
+# Quantisers (each paired with its inverse)
+
+
+def quantize_int8_channels(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """int8 [out, in] and float64 scales [out]: torch's per-channel dynamic-quantisation observer."""
+    from torch.ao.quantization.observer import default_per_channel_weight_observer
+
+    observer = default_per_channel_weight_observer()
+    observer(w.float())
+    scale, zero_point = observer.calculate_qparams()
+    with warnings.catch_warnings():  # torch.ao quantised tensors are deprecated in favour of torchao
+        warnings.simplefilter("ignore")
+        q = torch.quantize_per_channel(w.float(), scale.double(), zero_point.long(), 0, torch.qint8)
+    return q.int_repr().contiguous(), q.q_per_channel_scales().contiguous()
+
+
+def int8_channels_qtensor(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    zeros = torch.zeros(q.shape[0], dtype=torch.long)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch._make_per_channel_quantized_tensor(q, scale.double(), zeros, 0)
+
+
+def quantize_int8_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric int8 per row (tables): q in -127..127, fp32 scale [rows]."""
+    scale = (w.float().abs().amax(dim=1) / 127).clamp_min(1e-12)
+    return torch.round(w.float() / scale[:, None]).clamp(-127, 127).to(torch.int8), scale
+
+
+def dequantize_int8_rows(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return q.float() * scale.float()[:, None]
+
+
+def quantize_int4_groups(w: torch.Tensor, group: int = INT4_GROUP) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric 4-bit in groups of `group` inputs: uint8 [out, in/2] (low nibble first), fp16 scales."""
+    out, n = w.shape
+    g = w.float().reshape(out, n // group, group)
+    scale = (g.abs().amax(dim=-1) / 7).clamp_min(1e-8).half()
+    q = torch.round(g / scale.float()[..., None]).clamp(-8, 7).to(torch.int8).reshape(out, n)
+    packed = (q[:, 0::2] & 0xF) | ((q[:, 1::2] & 0xF) << 4)
+    return packed.to(torch.uint8), scale
+
+
+def dequantize_int4_groups(packed: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    lo = (packed & 0xF).to(torch.int8)
+    hi = (packed >> 4).to(torch.int8)
+    q = torch.stack([lo, hi], dim=-1).reshape(packed.shape[0], -1)
+    q = torch.where(q > 7, q - 16, q).float()
+    out, n = q.shape
+    return (q.reshape(out, scale.shape[1], -1) * scale.float()[..., None]).reshape(out, n)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def compress_llm_state_dict(sd: dict, precision: str, row_of_id: torch.Tensor | None = None) -> dict:
+    """llm.pt's tensors in stored form (module docstring); lm_head dropped."""
+    out: dict[str, torch.Tensor] = {}
+    for key, value in sd.items():
+        if key == _LM_HEAD_KEY:
+            continue
+        if key == EMBED_KEY and row_of_id is not None:
+            value = value[(row_of_id >= 0).nonzero().reshape(-1)]
+            out[ROW_MAP_KEY] = row_of_id.contiguous()
+        if precision in ("fp32", "bf16"):
+            out[key] = value.to(DTYPES[precision]).contiguous()
+        elif is_block_linear(key) and precision == "int4" and value.shape[1] % INT4_GROUP == 0:
+            out[key], out[key + SCALE] = quantize_int4_groups(value)
+        elif is_block_linear(key):  # int8, or int4 on a width that groups do not divide
+            out[key], out[key + SCALE] = quantize_int8_channels(value)
+        elif key in TABLE_KEYS and precision == "int4":
+            out[key], out[key + SCALE] = quantize_int8_rows(value)
+        else:
+            out[key] = value.float().contiguous()
+    return out
+
+
+def compress_flow_state_dict(sd: dict, precision: str) -> dict:
+    """The flow's state at `precision` exactly as flow.set_flow_dtype leaves it (rotary stays fp32)."""
+    if precision == "fp32":
+        return {k: v.float().contiguous() for k, v in sd.items()}
+    from .flow import load_flow, set_flow_dtype
+
+    flow = set_flow_dtype(load_flow(dict(sd)), DTYPES[precision])
+    return {k: v.contiguous() for k, v in flow.state_dict().items()}
+
+
+def compress_hift_state_dict(sd: dict, precision: str) -> dict:
+    """hift.pt's weights (canonical keys); at fp16 the parts set_hift_dtype halves are stored
+    half (the f0 predictor and the source module stay fp32: they run at fp64 / fp32)."""
+    from .hift import normalize_hift_state_dict
+
+    sd = normalize_hift_state_dict(sd)
+    keep_fp32 = ("f0_predictor.", "m_source.")
+    out = {}
+    for k, v in sd.items():
+        half = precision == "fp16" and not k.startswith(keep_fp32) and v.is_floating_point()
+        out[k] = v.to(torch.float16 if half else torch.float32).contiguous()
+    return out
+
+
+_ST_DTYPES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16", torch.float64: "F64",
+              torch.int8: "I8", torch.uint8: "U8", torch.int32: "I32", torch.int64: "I64"}
+ALIGN = 64  # bytes
+PAD = "__pad__."  # filler entries that keep every tensor 64-byte aligned
+
+
+def _save(tensors: dict, path: Path, meta: dict) -> None:
+    """A safetensors file whose every tensor starts 64 bytes into a page-aligned map.
+
+    safetensors' own writer aligns to 8 bytes; matrix kernels take other (differently rounded)
+    paths on data that is not 64-byte aligned, so a memory-mapped fp32 LLM would not reproduce
+    llm.pt's log-probs bit for bit. The format allows no gaps, so alignment is padding entries."""
+    entries, chunks, offset = {}, [], 0
+    for i, (name, t) in enumerate(tensors.items()):
+        data = t.detach().contiguous().cpu().reshape(-1).view(torch.uint8).numpy().tobytes()
+        gap = -offset % ALIGN
+        if gap:
+            entries[f"{PAD}{i}"] = {"dtype": "U8", "shape": [gap], "data_offsets": [offset, offset + gap]}
+            chunks.append(bytes(gap))
+            offset += gap
+        entries[name] = {"dtype": _ST_DTYPES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        chunks.append(data)
+        offset += len(data)
+    entries["__metadata__"] = {k: str(v) for k, v in meta.items()}
+    header = json.dumps(entries, separators=(",", ":")).encode()
+    header += b" " * (-(8 + len(header)) % ALIGN)
+    with open(path, "wb") as f:
+        f.write(len(header).to_bytes(8, "little"))
+        f.write(header)
+        for chunk in chunks:
+            f.write(chunk)
+
+
+def compress_folder(src: str | os.PathLike, dst: str | os.PathLike, *, llm: str = "int8", flow: str = "fp32",
+                    hift: str = "fp32", vocab: tuple[str, ...] = ("all",), prompt_parts: str = "keep",
+                    words: dict[str, list[str]] | None = None) -> dict:
+    """Write the compressed folder `dst` from the official (or compressed-with-fp32) folder `src`.
+    `words` replaces the word lists per language (tests). Returns the manifest."""
+    for name, value, choices in (("--llm", llm, LLM_CHOICES), ("--flow", flow, FLOW_CHOICES), ("--hift", hift, HIFT_CHOICES),
+                                 ("--prompt-parts", prompt_parts, ("keep", "drop"))):
+        if value not in choices:
+            raise InputError(f"{name}: {value!r} is not one of {', '.join(choices)}")
+    dst = Path(dst).expanduser()
+    if dst.exists():
+        raise InputError(f"{dst} already exists; choose a new --out folder")
+    if not dst.parent.is_dir():
+        raise InputError(f"{dst.parent} is not a folder")
+    ckpt = ck.load_checkpoint(src)
+    if ckpt.compressed is not None:
+        raise InputError(f"{src} is already a compressed folder; compress the original model folder")
+    vocab = tuple(vocab) or ("all",)
+    row_of_id = None
+    if vocab != ("all",):
+        if "all" in vocab:
+            raise InputError("--vocab: 'all' cannot be combined with languages")
+        from .frontend import load_text_tokenizer
+
+        tokenizer = load_text_tokenizer(ckpt.paths.blank_en)
+        kept: set[int] = set()
+        for lang in vocab:
+            try:
+                kept |= kept_ids(tokenizer, (words or {}).get(lang) or word_list(lang), tokenizer._tok.vocab_size)
+            except ValueError as e:
+                raise InputError(str(e)) from None
+        row_of_id = row_map(kept, int(ckpt.qwen_config["vocab_size"]))
+
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent))
+    try:
+        shutil.copy2(ckpt.paths.yaml, tmp / ck.CONFIG_FILES[0])
+        (tmp / ck.BLANK_EN).mkdir()
+        for name in ck.BLANK_EN_FILES:
+            shutil.copy2(ckpt.paths.blank_en / name, tmp / ck.BLANK_EN / name)
+        if prompt_parts == "keep":
+            for name in ck.ONNX_FILES:
+                shutil.copy2(ckpt.paths.model_dir / name, tmp / name)
+        _save(compress_llm_state_dict(ckpt.llm_state_dict, llm, row_of_id), tmp / LLM_FILE, {"precision": llm})
+        ckpt.llm_state_dict = {}
+        _save(compress_flow_state_dict(ckpt.flow_state_dict, flow), tmp / FLOW_FILE, {"precision": flow})
+        ckpt.flow_state_dict = {}
+        _save(compress_hift_state_dict(ckpt.hift_state_dict, hift), tmp / HIFT_FILE, {"precision": hift})
+        manifest = {
+            "format": FORMAT, "version": FORMAT_VERSION,
+            "source_model_id": ckpt.model_id,
+            "options": {"llm": llm, "flow": flow, "hift": hift, "vocab": list(vocab), "prompt_parts": prompt_parts},
+            "kept_text_ids": None if row_of_id is None else int((row_of_id >= 0).sum()),
+            "tool": f"epub2audio {epub2audio.__version__}",
+            "created": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        }  # fmt: skip
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        for f in tmp.rglob("*"):
+            if f.is_file():
+                with open(f, "rb") as fh:
+                    os.fsync(fh.fileno())
+        os.rename(tmp, dst)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def read_manifest(model_dir: Path) -> dict:
+    try:
+        manifest = json.loads((model_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"cannot read {model_dir / MANIFEST}: {e}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise InputError(f"{model_dir / MANIFEST} is not an epub2audio compressed-model manifest")
+    if manifest.get("version") != FORMAT_VERSION:
+        raise InputError(f"{model_dir} was compressed by another epub2audio (format {manifest.get('version')}); compress it again")
+    return manifest
+
+
+def _load_safetensors(path: Path) -> tuple[dict, dict]:
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+        tensors = {k: v for k, v in load_file(str(path)).items() if not k.startswith(PAD)}
+        return tensors, meta  # memory-mapped: pages are read when touched
+    except Exception as e:  # safetensors raises its own error types
+        raise InputError(f"cannot read {path.name} as safetensors: {str(e)[:200]}") from None
+
+
+def dequantized_llm_state_dict(stored: dict) -> dict:
+    """llm.pt's layout at fp32 from a stored LLM (what the ONNX / MLX / other-precision paths take).
+    A compact text embedding is expanded with NaN rows: vocab.check_text_ids refuses those ids
+    before any backend sees them, and a NaN would be loud, never a silent zero."""
+    sd = {}
+    for key, value in stored.items():
+        if key.endswith(SCALE) or key == ROW_MAP_KEY:
+            continue
+        scale = stored.get(key + SCALE)
+        if scale is None:
+            sd[key] = value.float()
+        elif value.dtype == torch.uint8:
+            sd[key] = dequantize_int4_groups(value, scale)
+        elif scale.dim() == 1 and key in TABLE_KEYS:
+            sd[key] = dequantize_int8_rows(value, scale)
+        else:
+            sd[key] = int8_channels_qtensor(value, scale).dequantize()
+    if ROW_MAP_KEY in stored:
+        rows = stored[ROW_MAP_KEY].long()
+        full = torch.full((rows.shape[0], sd[EMBED_KEY].shape[1]), float("nan"))
+        full[rows >= 0] = sd[EMBED_KEY]
+        sd[EMBED_KEY] = full
+    sd[_LM_HEAD_KEY] = sd[EMBED_KEY]  # tied, as in llm.pt; dropped again at load
+    return sd
+
+
+def check_stored_llm(stored: dict, qwen_config: dict) -> LLMArgs:
+    """The stored LLM's tensors agree with config.json (shapes of the dequantised form)."""
+    try:
+        args = LLMArgs.from_config(qwen_config)
+    except ValueError as e:
+        raise InputError(f"{ck.BLANK_EN}/config.json: {e}") from None
+    for key, shape in args.expected_shapes().items():
+        if key == _LM_HEAD_KEY:
+            continue
+        if key not in stored:
+            raise InputError(f"{LLM_FILE} lacks {key}")
+        got = tuple(stored[key].shape)
+        if stored[key].dtype == torch.uint8:
+            got = (got[0], got[1] * 2)
+        if key == EMBED_KEY and ROW_MAP_KEY in stored:
+            kept = int((stored[ROW_MAP_KEY] >= 0).sum())
+            if tuple(stored[ROW_MAP_KEY].shape) != (shape[0],) or got != (kept, shape[1]):
+                raise InputError(f"{LLM_FILE}: the compact text embedding does not match its row map")
+            continue
+        if got != shape:
+            raise InputError(f"{LLM_FILE}: {key} has shape {list(got)}, config.json implies {list(shape)}")
+    return args
+
+
+def load_compressed(paths: "ck.CheckpointPaths", recipe: dict, qwen_config: dict) -> "ck.Checkpoint":
+    manifest = read_manifest(paths.model_dir)
+    llm_sd, _ = _load_safetensors(paths.model_dir / LLM_FILE)
+    check_stored_llm(llm_sd, qwen_config)
+    flow_sd, _ = _load_safetensors(paths.model_dir / FLOW_FILE)
+    ck._check_flow(flow_sd, recipe)
+    hift_sd = ck._check_hift(_load_safetensors(paths.model_dir / HIFT_FILE)[0], recipe)
+    return ck.Checkpoint(paths=paths, llm_state_dict=llm_sd, flow_state_dict=flow_sd, hift_state_dict=hift_sd,
+                         qwen_config=qwen_config, recipe=recipe, model_id=compressed_model_id(paths),
+                         compressed=manifest)
+
+
+def compressed_model_id(paths: "ck.CheckpointPaths") -> str:
+    """``cosyvoice3-z<15 hex>``: the manifest and every file synthesis reads (sampled as in
+    checkpoint.compute_model_id); the optional ONNX prompt parts are not among them."""
+    h = hashlib.sha256(b"epub2audio cosyvoice3 compressed model_id v1\0")
+    for p in compressed_files(paths.model_dir):
+        ck._file_digest_update(h, p, p.relative_to(paths.model_dir).as_posix())
+    return "cosyvoice3-z" + h.hexdigest()[:15]
+
+
+def compressed_files(model_dir: Path) -> list[Path]:
+    names = [MANIFEST, *ck.CONFIG_FILES, LLM_FILE, FLOW_FILE, HIFT_FILE]
+    return [model_dir / n for n in names] + [model_dir / ck.BLANK_EN / n for n in ck.BLANK_EN_FILES]
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a compressed folder
+
+
+def stored_precision(ckpt, stage: str) -> str:
+    return ckpt.compressed["options"][stage] if ckpt.compressed else "fp32"
+
+
+def _build_stored_torch_llm(qwen_config: dict, stored: dict) -> CosyVoice3LM:
+    """The torch LLM straight from stored tensors: floats adopted (memory-mapped), int8
+    projections packed as torch's dynamic-quantised Linear, a compact text embedding kept compact."""
+    import torch.ao.nn.quantized.dynamic as nnqd
+
+    args = LLMArgs.from_config(qwen_config)
+    with torch.device("meta"):
+        model = CosyVoice3LM(args)
+    floats = {k: v for k, v in stored.items() if not k.endswith(SCALE) and k + SCALE not in stored and k != ROW_MAP_KEY}
+    if ROW_MAP_KEY in stored:
+        model.qwen2.embed_tokens = CompactEmbedding(floats.pop(EMBED_KEY), stored[ROW_MAP_KEY])
+    result = model.load_state_dict(floats, strict=False, assign=True)
+    quantised = [k for k in stored if k + SCALE in stored]
+    allowed = {_LM_HEAD_KEY, EMBED_KEY, *quantised}
+    missing = [k for k in result.missing_keys if k not in allowed and not k.endswith("row_of_id")]
+    if missing or result.unexpected_keys:
+        raise InputError(f"{LLM_FILE} does not fit the LLM: {(missing or result.unexpected_keys)[0]}")
+    for param in model.parameters():  # biases and norms own their memory (see backends.build_torch_llm)
+        if param.dtype == torch.float32 and param.numel() < 1 << 16:
+            param.data = param.data.clone()
+    for key in quantised:
+        owner_name = key.removesuffix(".weight")
+        parent_name, _, child = owner_name.rpartition(".")
+        parent = model.get_submodule(parent_name)
+        linear: nn.Linear = getattr(parent, child)
+        if stored[key].dtype == torch.uint8:  # int4: dequantised to fp32 (torch has no CPU int4 matmul)
+            linear.weight = nn.Parameter(dequantize_int4_groups(stored[key], stored[key + SCALE]), requires_grad=False)
+            continue
+        if key in TABLE_KEYS:
+            raise InputError(f"{LLM_FILE}: {key} is quantised; run it through the dequantising path")
+        q = nnqd.Linear(linear.in_features, linear.out_features, bias_=linear.bias is not None, dtype=torch.qint8)
+        q.set_weight_bias(int8_channels_qtensor(stored[key], stored[key + SCALE]), linear.bias)
+        setattr(parent, child, q)
+    return model.eval()
+
+
+def build_llm_from_folder(ckpt, backend: str = "auto", precision: str = "fp32", *, threads=None, device: str = "cpu"):
+    """The LLM stage of a compressed checkpoint (rule in the module docstring)."""
+    from .backends import TorchSpeechLM, build_llm
+
+    stored_as = stored_precision(ckpt, "llm")
+    tables_quantised = any(k + SCALE in ckpt.llm_state_dict for k in TABLE_KEYS)
+    native = (backend in ("torch", "auto") and precision in ("fp32", stored_as) and not tables_quantised
+              and (backend == "torch" or stored_as != "fp32") and (stored_as != "int8" or device == "cpu"))
+    if native:
+        model = _build_stored_torch_llm(ckpt.qwen_config, ckpt.llm_state_dict)
+        ckpt.llm_state_dict = {}
+        if device != "cpu":
+            model.to(device)
+        return TorchSpeechLM(model)
+    from dataclasses import replace
+
+    full = replace(ckpt, llm_state_dict=dequantized_llm_state_dict(ckpt.llm_state_dict))
+    ckpt.llm_state_dict = {}
+    return build_llm(full, backend, precision, threads=threads, device=device)
+
+
+def stage_precision(stored: str, requested: str) -> str:
+    """What a flow / HiFT stored at `stored` runs at when `requested`: the stored precision for
+    "fp32" (the default) or itself; another option is applied to the fp32 upcast."""
+    return stored if requested in ("fp32", stored) else requested
+
+
+# ---------------------------------------------------------------------------------------------
+# The child process of `epub2audio model compress`
+
+
+def main() -> int:
+    request = json.loads(sys.argv[1])
+    try:
+        manifest = compress_folder(request["model_dir"], request["out"], llm=request["llm"], flow=request["flow"],
+                                   hift=request["hift"], vocab=tuple(request["vocab"]), prompt_parts=request["prompt_parts"])
+    except InputError as error:
+        print(json.dumps({"ok": False, "message": str(error), "exit_code": 2}))
+        return 2
+    except Exception as error:  # reported as one line by the parent
+        print(json.dumps({"ok": False, "message": f"{type(error).__name__}: {error}", "exit_code": 1}))
+        return 1
+    sizes = {p.name: p.stat().st_size for p in Path(request["out"]).iterdir() if p.is_file()}
+    print(json.dumps({"ok": True, "manifest": manifest, "sizes": sizes}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
