@@ -93,7 +93,7 @@ def _workers(args: argparse.Namespace, config: dict) -> int:
     if args.workers is not None:
         workers = args.workers
     elif getattr(args, "ray", None) is not None:
-        return int(config.get("ray_workers", 0))
+        return 0
     else:
         workers = int(config.get("workers", 1))
     if workers < 1:
