@@ -87,7 +87,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
 
+    import ray
+
     from epub2audio.ray_pool import RayWorkerPool
+
+    # Logical CPUs for all three actors at once (1 + 2), so every pool stays warm across rounds.
+    ray.init(num_cpus=3, include_dashboard=False, object_store_memory=256 * 1024 * 1024, log_to_driver=False)
     from epub2audio.render import WorkerPool
     from epub2audio.worker.supervisor import WorkerPolicy
 

@@ -8,7 +8,6 @@ the driver. No test waits on the clock.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import signal

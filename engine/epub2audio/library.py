@@ -23,8 +23,6 @@ from pathlib import Path
 
 from .errors import InputError, JobFailed
 
-IGNORED_ENDINGS = (".part", ".crdownload", ".tmp", ".download", "~")
-
 
 def find_books(in_dir: Path) -> list[Path]:
     """Every EPUB under `in_dir`, in path order; hidden files and folders and downloads in progress left out."""

@@ -138,8 +138,10 @@ class RayWorkerPool:
         self.env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
         self.actor_class = ray.remote(SegmentActor).options(
             num_cpus=self.threads, max_restarts=0, max_task_retries=0, scheduling_strategy="SPREAD")
+        # An actor with no CPU to get would only wait: no more than the cluster's CPUs take. (Not
+        # the free ones: Ray reports CPUs freed by a pool that just ended with a delay.)
         room = max(1, int(ray.cluster_resources().get("CPU", 1)) // self.threads)
-        workers = room if workers <= 0 else min(workers, room)  # an actor with no CPU to get would only wait
+        workers = room if workers <= 0 else min(workers, room)
         self.stats = RayStats()
         self.slots: list[_Slot] = [self._spawn() for _ in range(workers)]
         self.ready: list[_Slot] = []
