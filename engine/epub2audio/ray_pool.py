@@ -107,6 +107,13 @@ class SegmentActor:
         self.supervisor.close()
 
 
+def _cause(error: Exception) -> str:
+    """The line of a Ray error that says what went wrong (its last exception line), briefly."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    said = [line for line in lines if "Error:" in line or "Error(" in line]
+    return (said[-1] if said else lines[0] if lines else type(error).__name__)[:300]
+
+
 @dataclass
 class _Slot:
     """One actor as the driver sees it."""
@@ -123,6 +130,7 @@ class RayStats:
     spawned: int = 0
     died: int = 0  # actors lost mid-job (killed, or their node gone)
     resent: int = 0  # segments sent again after their actor died
+    load_deaths: int = 0  # actors that died before their voice loaded
     by_node: Counter = field(default_factory=Counter)  # segments rendered on each node
 
 
@@ -159,9 +167,13 @@ class RayWorkerPool:
         ref, slot.loading = slot.loading, None
         try:
             answer = ray.get(ref)
-        except RayActorError:
+        except RayActorError as error:  # e.g. its node went away, or epub2audio does not import there
             self.slots.remove(slot)
             self.stats.died += 1
+            self.stats.load_deaths += 1
+            if self.stats.load_deaths > self.policy.retries:
+                raise JobFailed(f"Ray actors keep dying as they start ({_cause(error)}). Every node needs the "
+                                f"same environment as this one, epub2audio included.") from None
             self.slots.append(self._spawn())
             return
         if "error" in answer:
