@@ -136,26 +136,27 @@ def main() -> int:
     print(f"\ndriver alone (5 s segments at 22.05 kHz): store takes {stored:.0f} seg/s, "
           f"assembly {assembled:.0f} seg/s ({assembled * 5 / 3600:.2f} h of audio per second)")
     assembled_h = assembled * 5 / 3600
-    print(ESTIMATE.format(stored=stored, share=stored / 4600, assembled=assembled, assembled_h=assembled_h,
-                          assembly_hours=10_000 / assembled_h / 3600))
+    actor_rate = 1 / (5 * 0.07)
+    print(ESTIMATE.format(stored=stored, store_actors=stored / actor_rate, assembled=assembled,
+                          assembly_actors=assembled / actor_rate, assembly_hours=10_000 / assembled_h / 3600))
     return 0
 
 
 ESTIMATE = """
 Estimate: 100 nodes x 16 cores, 1,000 ten-hour books (10,000 h of audio, ~7.2 M segments of 5 s).
-  Synthesis: RTF 0.07 per core -> 700 core-hours / 1,600 actors = ~26 min, if nothing else limits it.
-  The 1,600 actors then finish a 5 s segment every 0.35 s each: ~4,600 seg/s reach the driver
-  (~1 GB/s of 16-bit PCM at 22.05 kHz).
-  Driver store: {stored:.0f} seg/s measured -> the store (a WAV with fsync and a SQLite commit per
-  segment, on one disk) is the FIRST bottleneck: it keeps up with {share:.0%} of the cluster's pace.
-  Assembly: {assembled:.0f} seg/s ({assembled_h:.2f} h of audio per second, one core) -> 10,000 h takes
-  about {assembly_hours:.0f} h on the driver's one assembly at a time: the second bottleneck (and the
-  larger in hours), the network (1 GB/s into one machine) the third.
+  Synthesis: RTF 0.07 per core -> 700 core-hours / 1,600 actors = ~26 min, if nothing else limits it;
+  one actor makes 1 / (5 s x 0.07) = 2.9 seg/s, the cluster ~4,600 seg/s (~1 GB/s of PCM to the driver).
+  The driver does per segment what no actor can take off it:
+  - assembly (one AAC pass per book, after its last segment): {assembled:.0f} seg/s = the output of
+    {assembly_actors:.0f} actors. This is the FIRST bottleneck: past ~{assembly_actors:.0f} actors the cluster waits on
+    it; 10,000 h of audio is ~{assembly_hours:.0f} h of assembly at one book at a time.
+  - the store (WAV + fsync + SQLite commit per segment): {stored:.0f} seg/s = {store_actors:.0f} actors; second.
+  - the network into the driver (~1 GB/s at 1,600 actors): third.
   What would move it: make the book the unit of distribution for a library (a node renders, stores
   and assembles whole books on its own disk and sends back only the M4B, ~30 MB/h), so the driver
   only schedules books; the per-segment path (this pool) stays for one big book. Within one driver:
-  batch the store's commits (one transaction per N segments, fsync once) and assemble books in
-  parallel processes while the next book renders.
+  assemble finished books in parallel processes while the next book renders, and batch the
+  store's commits (one transaction and fsync per N segments).
 """
 
 if __name__ == "__main__":
