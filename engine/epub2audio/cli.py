@@ -44,7 +44,9 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=("auto", "cpu", "cuda", "mps"),
                    help="where CosyVoice3 runs: auto = CUDA if present; on Apple Silicon the LLM on MLX, the flow on MPS, "
                         "the vocoder on the CPU; else the CPU. Wins over config.toml's device and device_llm/_flow/_hift")
-    p.add_argument("--workers", type=int, help="worker processes rendering in parallel (default 1)")
+    p.add_argument("--workers", type=int, help="worker processes rendering in parallel (default 1; with --ray: "
+                                              "one per free CPU of the cluster)")
+    add_ray_argument(p)
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="progress display; json writes one event per line to stdout")
     p.add_argument("--meta", type=Path, help="JSON file of metadata that overrides the book's (title, authors, ...)")
@@ -63,6 +65,75 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("--version", action="version", version=f"epub2audio {__version__}")
     return p
+
+
+def add_ray_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                   help="render on Ray actors: the cluster at ADDRESS (host:port, or auto for the one "
+                        "`ray start` began here), or without ADDRESS a private Ray on this machine "
+                        "(needs pip install 'epub2audio[ray]')")
+
+
+def library_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="epub2audio library",
+                description="Convert every EPUB under a folder (calibre's library layout included), "
+                            "skipping those already done; run it again to resume.")
+    p.add_argument("in_dir", type=Path, metavar="IN_DIR", help="the folder of EPUBs (searched through)")
+    p.add_argument("--out", "-o", dest="out_dir", type=Path, required=True, metavar="OUT_DIR",
+                   help="where the M4Bs go, in the same folders as the EPUBs under IN_DIR")
+    p.add_argument("--voice", help="joe (default), tone, or a saved CosyVoice3 voice")
+    p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
+    p.add_argument("--workers", type=int, help="workers shared by all books (default 1; with --ray: one per "
+                                              "free CPU of the cluster)")
+    add_ray_argument(p)
+    p.add_argument("--seed", type=int, help="job seed for voices that sample (default 1986)")
+    p.add_argument("--no-verify", action="store_true", help="skip the check of each finished M4B")
+    p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
+                   help="progress display; json writes one event per line to stdout")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    return p
+
+
+def _workers(args: argparse.Namespace, config: dict) -> int:
+    """--workers, else config.toml's; with --ray and neither, 0: one per free CPU of the cluster."""
+    if args.workers is not None:
+        workers = args.workers
+    elif getattr(args, "ray", None) is not None:
+        return 0
+    else:
+        workers = int(config.get("workers", 1))
+    if workers < 1:
+        raise InputError("--workers must be at least 1")
+    return workers
+
+
+def run_library(args: argparse.Namespace) -> int:
+    from .config import load_config, worker_policy
+    from .library import convert_library, worker_pool
+    from .progress import for_mode
+    from .render import ConvertOptions
+    from .voices.catalog import resolve
+
+    in_dir, out_dir = args.in_dir.expanduser().resolve(), args.out_dir.expanduser().resolve()
+    for folder, what in ((in_dir, "IN_DIR"), (out_dir, "--out")):
+        if not folder.is_dir():
+            raise InputError(f"{folder}: {what} is not an existing folder")
+    config = load_config()
+    workers = _workers(args, config)
+    voice = resolve(args.voice or config.get("voice", "joe"), config=config, model_dir=args.model_dir,
+                    workers=max(1, workers), extra=_cosyvoice3_options(args, config))
+    options = ConvertOptions(voice=voice.name, voice_options=voice.options, threads_per_worker=voice.threads,
+                             workers=workers, policy=worker_policy(config), verify=not args.no_verify,
+                             pool=worker_pool(args.ray))
+    if args.seed is not None:
+        options.job_seed = args.seed
+    progress = for_mode(args.progress)
+    result = convert_library(in_dir, out_dir, options, progress)
+    print(f"epub2audio: library: {len(result.converted)} converted, {len(result.skipped)} done already, "
+          f"{len(result.refused)} refused, {len(result.failed)} failed", file=sys.stderr)
+    if result.failed:
+        return EXIT_FAILED
+    return EXIT_BAD_INPUT if result.refused else EXIT_OK
 
 
 def regen_parser() -> argparse.ArgumentParser:
@@ -219,15 +290,19 @@ def _read_metadata(path: Path | None) -> dict:
 
 
 def _cosyvoice3_options(args: argparse.Namespace, config: dict) -> dict:
-    options = {"llm_backend": args.llm_backend or config.get("llm_backend", "auto"),
-               "llm_precision": args.llm_precision or config.get("llm_precision", "fp32"),
-               "flow_precision": args.flow_precision or config.get("flow_precision", "fp32"),
+    # watch and library have no per-voice flags: config.toml alone sets these there
+    def flag(name):
+        return getattr(args, name, None)
+
+    options = {"llm_backend": flag("llm_backend") or config.get("llm_backend", "auto"),
+               "llm_precision": flag("llm_precision") or config.get("llm_precision", "fp32"),
+               "flow_precision": flag("flow_precision") or config.get("flow_precision", "fp32"),
                "hift_precision": config.get("hift_precision", "fp32"),
-               "device": args.device or config.get("device", "auto")}
+               "device": flag("device") or config.get("device", "auto")}
     if options["llm_precision"] == "int4":  # an expert choice, never a preset (bench/llm_lengths.py)
         print("warning: --llm-precision int4 may change the pacing: it lowers the stop-token log-prob by 0.11 on "
               "average (about 12 % longer speech) on full-size random weights; int8 changes it by 0.005", file=sys.stderr)
-    if args.device is None:  # per-stage keys refine config.toml's device; --device overrides them all
+    if flag("device") is None:  # per-stage keys refine config.toml's device; --device overrides them all
         options.update({f"device_{s}": config[f"device_{s}"] for s in ("llm", "flow", "hift") if config.get(f"device_{s}")})
     return options
 
@@ -235,6 +310,7 @@ def _cosyvoice3_options(args: argparse.Namespace, config: dict) -> dict:
 def run_convert(args: argparse.Namespace) -> int:
     from .book.epub import load_book
     from .config import load_config, worker_policy
+    from .library import worker_pool
     from .render import ConvertOptions, convert, reading_for
 
     reading_options = ConvertOptions(
@@ -256,11 +332,9 @@ def run_convert(args: argparse.Namespace) -> int:
 
     config = load_config()
     output = args.output or args.book.with_suffix(".m4b")
-    workers = args.workers if args.workers is not None else int(config.get("workers", 1))
-    if workers < 1:
-        raise InputError("--workers must be at least 1")
+    workers = _workers(args, config)
     voice = resolve(args.voice or config.get("voice", "joe"), config=config, model_dir=args.model_dir,
-                    workers=workers, extra=_cosyvoice3_options(args, config))
+                    workers=max(1, workers), extra=_cosyvoice3_options(args, config))
     options = ConvertOptions(
         voice=voice.name,
         voice_options=voice.options,
@@ -274,6 +348,7 @@ def run_convert(args: argparse.Namespace) -> int:
         notes=reading_options.notes,
         say_titles=reading_options.say_titles,
         lexicon=reading_options.lexicon,
+        pool=worker_pool(args.ray),
     )
     if args.seed is not None:
         options.job_seed = args.seed
@@ -308,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
             parser = _Parser(prog="epub2audio verify", description="Check an M4B made by epub2audio.")
             verify.add_arguments(parser)
             return verify.run(parser.parse_args(argv[1:]))
+        if argv[:1] == ["library"]:
+            return run_library(library_parser().parse_args(argv[1:]))
         if argv[:1] == ["watch"]:
             from . import watch
 

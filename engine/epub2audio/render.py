@@ -12,6 +12,7 @@ import queue
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -51,6 +52,10 @@ class ConvertOptions:
     notes: str | None = None  # "skip" | "inline" | "chapter-end"
     say_titles: bool | None = None
     lexicon: Path | None = None  # --lexicon; wins over the per-book file's and config.toml's
+    # What renders the segments: called like WorkerPool(voice, voice_options, workers, threads,
+    # policy, log_path). None = local worker processes; ray_pool.RayWorkerPool and library.py's
+    # shared pool have the same interface.
+    pool: Callable | None = None
 
 
 @dataclass
@@ -314,8 +319,8 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
 
     work_dir = Path(options.work_dir or job_dir_for(out_path))
     store = SegmentStore(work_dir)
-    pool = WorkerPool(options.voice, options.voice_options, options.workers,
-                      options.threads_per_worker, options.policy, work_dir / "worker.log")
+    pool = (options.pool or WorkerPool)(options.voice, options.voice_options, options.workers,
+                                        options.threads_per_worker, options.policy, work_dir / "worker.log")
     try:
         details = pool.details()
         planned = plan_segments(book, chapter_indices, options.job_seed, options.voice, details.model_id,

@@ -652,6 +652,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--voice", help="joe (default, the embedded voice), tone, or a saved CosyVoice3 voice")
     parser.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     parser.add_argument("--workers", type=int, help="worker processes rendering each book (default 1)")
+    from .cli import add_ray_argument
+
+    add_ray_argument(parser)
     parser.add_argument("--once", action="store_true",
                         help="convert what is there and what is queued, then exit (for cron and tests)")
     parser.add_argument("--settle", type=float, default=DEFAULT_SETTLE, metavar="SECONDS",
@@ -668,14 +671,15 @@ def _convert_options(args: argparse.Namespace):
     from .render import ConvertOptions
     from .voices.catalog import resolve
 
+    from .cli import _workers
+    from .library import worker_pool
+
     config = load_config()
-    workers = args.workers if args.workers is not None else int(config.get("workers", 1))
-    if workers < 1:
-        raise InputError("--workers must be at least 1")
+    workers = _workers(args, config)
     voice = resolve(args.voice or config.get("voice", "joe"), config=config, model_dir=args.model_dir,
-                    workers=workers)
+                    workers=max(1, workers))
     return ConvertOptions(voice=voice.name, voice_options=voice.options, threads_per_worker=voice.threads,
-                          workers=workers, policy=worker_policy(config))
+                          workers=workers, policy=worker_policy(config), pool=worker_pool(args.ray))
 
 
 def _voice_lock_path(options) -> Path:
