@@ -166,6 +166,23 @@ def test_list_chapters_prints_titles_and_skips(tmp_path):
                          "  - Copyright: copyright page (epub:type)"]
 
 
+
+def test_keep_front_matter_reads_the_title_and_copyright_pages_as_their_own_chapters(tmp_path):
+    def listing(*args, book=SAMPLE):
+        run = epub2audio(book, "--list-chapters", "--progress", "json", *args)
+        assert run.code == 0, run.stderr
+        data = json.loads(run.stdout)
+        return [c["title"] for c in data["chapters"]], [s["title"] for s in data["skipped"]]
+
+    kept = ["Three Fables of Aesop", *SAMPLE_TITLES, "Copyright"]
+    assert listing("--keep-front-matter") == (kept, ["Cover"])  # the cover image is never read
+    assert listing() == (SAMPLE_TITLES, ["Cover", "Three Fables of Aesop", "Copyright"])
+    # The per-book settings file keeps them too.
+    book = tmp_path / "aesop.epub"
+    book.write_bytes(SAMPLE.read_bytes())
+    (tmp_path / "aesop.epub2audio.toml").write_text("keep_front_matter = true\n")
+    assert listing(book=book) == (kept, ["Cover"])
+
 BLOCKER = """
 import sys
 BANNED = ("torch", "onnxruntime", "mlx", "piper", "transformers")

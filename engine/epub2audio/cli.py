@@ -57,6 +57,9 @@ def convert_parser() -> argparse.ArgumentParser:
                         "(read after the paragraph that cites them) or chapter-end")
     p.add_argument("--say-titles", choices=("yes", "no"),
                    help="read each chapter's heading aloud (default yes)")
+    p.add_argument("--keep-front-matter", action="store_true", default=None,
+                   help="also read what is skipped by default: title, half-title and copyright pages, "
+                        "transcriber's notes and publisher's adverts (--list-chapters names them)")
     p.add_argument("--lexicon", type=Path, metavar="FILE",
                    help="pronunciations: `word = respelling` or `word = /ipa/` lines (adds to config.toml's "
                         "lexicon and BOOK.epub2audio.toml's, and wins over them)")
@@ -315,13 +318,14 @@ def run_convert(args: argparse.Namespace) -> int:
 
     reading_options = ConvertOptions(
         notes=args.notes, say_titles=None if args.say_titles is None else args.say_titles == "yes",
-        lexicon=args.lexicon,
+        keep_front_matter=args.keep_front_matter, lexicon=args.lexicon,
     )
     if args.lexicon is not None and not args.lexicon.is_file():
         raise InputError(f"--lexicon: {args.lexicon}: no such file")
     if args.list_chapters:
         # The same notes policy as the conversion, so chapter numbers match --chapters.
-        book = load_book(args.book, notes=reading_for(args.book, reading_options).notes)
+        reading = reading_for(args.book, reading_options)
+        book = load_book(args.book, notes=reading.notes, keep_front_matter=reading.keep_front_matter)
         from .progress import json_line
 
         print(json_line(chapter_listing(book)) if args.progress == "json" else chapter_table(book))
@@ -347,6 +351,7 @@ def run_convert(args: argparse.Namespace) -> int:
         verify=not args.no_verify,
         notes=reading_options.notes,
         say_titles=reading_options.say_titles,
+        keep_front_matter=reading_options.keep_front_matter,
         lexicon=reading_options.lexicon,
         pool=worker_pool(args.ray),
     )

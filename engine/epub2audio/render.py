@@ -51,6 +51,7 @@ class ConvertOptions:
     # default: notes "skip", titles said. Each changes segment texts, so the store re-renders.
     notes: str | None = None  # "skip" | "inline" | "chapter-end"
     say_titles: bool | None = None
+    keep_front_matter: bool | None = None  # read title/copyright pages, transcriber's notes, adverts
     lexicon: Path | None = None  # --lexicon; wins over the per-book file's and config.toml's
     # What renders the segments: called like WorkerPool(voice, voice_options, workers, threads,
     # policy, log_path). None = local worker processes; ray_pool.RayWorkerPool and library.py's
@@ -64,18 +65,25 @@ class Reading:
     notes: str = "skip"
     say_titles: bool = True
     lexicon: Lexicon = field(default_factory=Lexicon)
+    keep_front_matter: bool = False
 
 
 def reading_for(book_path: Path, options: ConvertOptions, config: dict | None = None) -> Reading:
-    """--notes/--say-titles/--lexicon over BOOK.epub2audio.toml over config.toml over defaults."""
+    """--notes/--say-titles/--keep-front-matter/--lexicon over BOOK.epub2audio.toml over config.toml over defaults."""
     settings = load_book_settings(book_path)
     notes = options.notes or settings.get("notes") or "skip"
     say_titles = options.say_titles
     if say_titles is None:
-        raw = settings.get("say_titles", True)
-        say_titles = raw if isinstance(raw, bool) else str(raw).lower() in ("yes", "true", "1")
+        say_titles = _setting_bool(settings.get("say_titles", True))
+    keep = options.keep_front_matter
+    if keep is None:
+        keep = _setting_bool(settings.get("keep_front_matter", False))
     config = load_config() if config is None else config
-    return Reading(notes, say_titles, job_lexicon(book_path, config, options.lexicon))
+    return Reading(notes, say_titles, job_lexicon(book_path, config, options.lexicon), keep)
+
+
+def _setting_bool(raw) -> bool:
+    return raw if isinstance(raw, bool) else str(raw).lower() in ("yes", "true", "1")
 
 
 @dataclass
@@ -304,7 +312,7 @@ class WorkerPool:
 def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: Progress) -> ConvertResult:
     started = time.monotonic()
     reading = reading_for(Path(book_path), options)
-    book = apply_metadata(load_book(book_path, notes=reading.notes), options.metadata)
+    book = apply_metadata(load_book(book_path, notes=reading.notes, keep_front_matter=reading.keep_front_matter), options.metadata)
     for warning in book.warnings:  # parts of the book that could not be read as they should
         progress.emit("warning", message=warning)
     language = language_warning(book.language, options.voice)

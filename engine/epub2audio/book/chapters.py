@@ -147,9 +147,11 @@ class Cutter:
             if isinstance(it, DocStart):
                 info = self.docs[it.name]
                 reason = None if it.name in targets else self._doc_skip_reason(it.name, info)
-                skipping_doc = reason is not None
+                skipping_doc = self._skips(reason)
                 if skipping_doc:
                     self.skipped.append(Skipped(info.title or it.name, reason))
+                elif reason:  # front matter kept on request: its own chapter, not the end of the last
+                    spans.append(Span(None, types=set(info.types)))
                 unsourced = it.name
             elif isinstance(it, Boundary):
                 skipping_doc, unsourced = False, None
@@ -173,6 +175,10 @@ class Cutter:
         _title_page_lines(spans)
         _inherit_skips(spans)
         return spans
+
+    def _skips(self, reason: str | None) -> bool:
+        """Whether a part skipped for `reason` stays unread (--keep-front-matter reads some)."""
+        return reason is not None and not (self.keep_front_matter and reason.split(" (")[0] in FRONT_MATTER)
 
     def _doc_skip_reason(self, name: str, info: DocInfo) -> str | None:
         """Why a file that no TOC entry points at is not read, if it is not."""
@@ -236,7 +242,7 @@ class Cutter:
                 span.blocks[:0] = carried
                 add_sources(span, carried_sources)
                 carried, carried_sources = [], []
-            if span.skip and not (self.keep_front_matter and span.skip.split(" (")[0] in FRONT_MATTER):
+            if self._skips(span.skip):
                 self.skipped.append(Skipped(span_title(span, self.title), span.skip))
                 if span.skip.startswith(("title page", "half-title page")):
                     # the book's title and imprint are packaging; its epigraph is part of the work
