@@ -1,6 +1,6 @@
 """Assemble chapter audio into one chaptered, tagged M4B.
 
-How (see ../shared/reference/m4b.md §3 and audio-toolchain.md §3, §5):
+How (players read either a QuickTime chapter track or a Nero chpl list, so we write both):
 
 * One AAC-LC encode over the whole book. We read the chapter WAVs chunk by chunk and pipe raw PCM
   into a single ffmpeg process, so memory stays flat however long the book is, and there is never a

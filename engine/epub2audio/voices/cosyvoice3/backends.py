@@ -8,7 +8,7 @@ ONNX Runtime fp32 decodes 1.7x faster than torch fp32 on this CPU (bench/cosyvoi
 1e-4 of it (3.1e-5 measured at full size). The rule comes from measurement, with random
 full-size weights (Qwen2-0.5B shape + speech head), decoding after a 150-token prompt:
 
-    2-core x86 Linux, no GPU (shared/reference/cpu-performance.md; bench/llm.py reproduces it)
+    2-core x86 Linux, no GPU (idle machine; bench/llm.py reproduces it)
         torch fp32   7.6 tok/s  LLM RTF 3.4      MLX fp32 (mlx-cpu)  2.35 tok/s  RTF 16.6
         torch bf16  21.9 tok/s  RTF 1.5          MLX bf16 / fp16     2.1 / 0.85 tok/s
         torch int8  31.4 tok/s  RTF 0.84         MLX int8 / int4     2.0 / 2.1 tok/s

@@ -3,7 +3,7 @@ with an explicit KV cache, exported once from the loaded weights and cached per 
 
 Why: on CPUs without a GPU, ONNX Runtime's MLAS kernels decode faster than torch at fp32
 (reading the weights near the bandwidth floor), and its int8 / int4 weight formats cut the bytes
-read per token 4x / 6x (shared/reference/cpu-performance.md). bench/cosyvoice3.py, full-size random
+read per token 4x / 6x (bench/llm.py measures it). bench/cosyvoice3.py, full-size random
 weights, 10 s of speech (150 prompt + 250 teacher-forced tokens), 1 thread, shared 2-core x86
 (load average ~5), variants interleaved step by step:
 
