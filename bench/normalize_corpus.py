@@ -1,6 +1,6 @@
 """Run the English normaliser over real books and count misreadings a listener would notice.
 
-    PYTHONPATH=engine python bench/normalize_corpus.py /work/shared/corpus/*.epub
+    PYTHONPATH=engine python bench/normalize_corpus.py tests/corpus/*.epub
 
 Prints, per suspicious pattern, how often it occurs in the spoken text and a few examples, and the
 time the normaliser took. Not a test: the books live outside the repository.
