@@ -456,21 +456,14 @@ def stage_precision(stored: str, requested: str) -> str:
 # The child process of `epub2audio model compress`
 
 
-def main() -> int:
-    request = json.loads(sys.argv[1])
-    try:
-        manifest = compress_folder(request["model_dir"], request["out"], llm=request["llm"], flow=request["flow"],
-                                   hift=request["hift"], vocab=tuple(request["vocab"]), prompt_parts=request["prompt_parts"])
-    except InputError as error:
-        print(json.dumps({"ok": False, "message": str(error), "exit_code": 2}))
-        return 2
-    except Exception as error:  # reported as one line by the parent
-        print(json.dumps({"ok": False, "message": f"{type(error).__name__}: {error}", "exit_code": 1}))
-        return 1
+def _compress_request(request: dict) -> dict:
+    manifest = compress_folder(request["model_dir"], request["out"], llm=request["llm"], flow=request["flow"],
+                               hift=request["hift"], vocab=tuple(request["vocab"]), prompt_parts=request["prompt_parts"])
     sizes = {p.name: p.stat().st_size for p in Path(request["out"]).iterdir() if p.is_file()}
-    print(json.dumps({"ok": True, "manifest": manifest, "sizes": sizes}))
-    return 0
+    return {"manifest": manifest, "sizes": sizes}
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from epub2audio.worker import oneshot
+
+    sys.exit(oneshot.run(_compress_request))

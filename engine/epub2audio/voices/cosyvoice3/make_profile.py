@@ -10,29 +10,19 @@ import json
 import sys
 from pathlib import Path
 
-from ...errors import InputError
+from ...worker import oneshot
 
 
-def main() -> int:
-    request = json.loads(sys.argv[1])
-    try:
-        from .profile import make_profile, save_profile
+def _profile_request(request: dict) -> dict:
+    from .profile import make_profile, save_profile
 
-        profile = make_profile(request["model_dir"], request["wav"], request.get("text"), name=request["name"],
-                               max_seconds=request.get("max_seconds"))
-        target = Path(request["profile_dir"])
-        save_profile(profile, target)
-        (target / "model.json").write_text(json.dumps({"model_dir": str(Path(request["model_dir"]).resolve())}) + "\n")
-    except InputError as error:
-        print(json.dumps({"ok": False, "message": str(error), "exit_code": 2}))
-        return 2
-    except Exception as error:  # reported as one line by the parent
-        print(json.dumps({"ok": False, "message": f"{type(error).__name__}: {error}", "exit_code": 1}))
-        return 1
-    print(json.dumps({"ok": True, "transcript": profile.transcript, "seconds": profile.duration,
-                      "tokens": int(profile.speech_tokens.shape[0])}))
-    return 0
+    profile = make_profile(request["model_dir"], request["wav"], request.get("text"), name=request["name"],
+                           max_seconds=request.get("max_seconds"))
+    target = Path(request["profile_dir"])
+    save_profile(profile, target)
+    (target / "model.json").write_text(json.dumps({"model_dir": str(Path(request["model_dir"]).resolve())}) + "\n")
+    return {"transcript": profile.transcript, "seconds": profile.duration, "tokens": int(profile.speech_tokens.shape[0])}
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(oneshot.run(_profile_request))
