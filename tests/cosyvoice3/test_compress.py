@@ -199,3 +199,22 @@ print("RC", rc, rc2, "torch" in sys.modules, "onnxruntime" in sys.modules)
                            "--model-dir", str(out)], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "voice add needs the full Fun-CosyVoice3-0.5B folder" in proc.stderr
+
+
+@pytest.mark.slow
+def test_the_worker_meters_its_own_load_of_either_folder(tiny_model_dir, tmp_path, profile_dir):
+    """Seconds and memory of the voice's load, measured inside the worker and sent with its
+    details (no figures compared: tiny models are lost in the interpreter's own memory)."""
+    from test_worker import assert_load_meter
+
+    from epub2audio.worker.supervisor import Supervisor, WorkerPolicy
+
+    folder = compressed(tiny_model_dir, tmp_path / "small", llm="int8", flow="bf16", hift="fp16", prompt_parts="drop")
+    for model, precision in ((tiny_model_dir, "fp32"), (folder, "llm=int8,flow=bf16,hift=fp16")):
+        options = {"model_dir": str(model), "profile_dir": str(profile_dir), "extra": {"llm_backend": "torch"}}
+        s = Supervisor({"voice": "cosyvoice3:anna", "options": options}, WorkerPolicy(start_timeout=600))
+        try:
+            assert s.details.precision == precision
+            assert_load_meter(s.details.load)
+        finally:
+            s.close()
