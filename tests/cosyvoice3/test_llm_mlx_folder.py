@@ -24,7 +24,7 @@ from epub2audio.voices.cosyvoice3.vocab import OutsideVocabulary  # noqa: E402
 
 from . import fixtures as fx  # noqa: E402
 from . import random_weights as rw  # noqa: E402
-from .test_compress import INSIDE, OUTSIDE, WORDS, compressed, logp  # noqa: E402
+from .test_compress import INSIDE, OUTSIDE, compressed, logp, profile_dir  # noqa: E402, F401 (a fixture)
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +112,13 @@ def test_int8_folder_on_mlx_is_not_mlx_own_int8_and_both_stay_close(tiny_model_d
     assert not torch.equal(a, b)
     for got in (a, b):
         assert (0.5 * (got - want).abs().sum(-1)).max() < 0.1  # total-variation distance per step
+
+
+def test_the_voice_on_mlx_records_the_folder_recipe_in_its_identity(tiny_model_dir, tmp_path, profile_dir):
+    from epub2audio.voices.cosyvoice3.voice import CosyVoice3Voice
+
+    folder = compressed(tiny_model_dir, tmp_path / "int8", llm="int8", flow="bf16", hift="fp16")
+    voice = CosyVoice3Voice.load(folder, profile_dir, llm_backend="mlx", max_tokens_per_segment=20)
+    assert (voice.info.backend, voice.info.precision) == ("mlx+torch", "llm=int8,flow=bf16,hift=fp16")
+    assert voice.info.model_id.endswith("+mlx+torch:llm=int8,flow=bf16,hift=fp16+mlx-stored")
+    assert voice.synthesize(INSIDE, seed=3) == voice.synthesize(INSIDE, seed=3)
