@@ -4,8 +4,10 @@
 
 Writes a full-size random-weight official folder (llm.pt 2.0 GB, flow.pt 1.3 GB, hift.pt 83 MB;
 tiny tokenizer), compresses it with each VARIANT (`epub2audio model compress`'s code), then loads
-every folder in a fresh child process as the worker does (CosyVoice3Voice.load, torch LLM) and
-measures: disk by part, load time, peak private memory (worker/memory.py, sampled every 20 ms),
+every folder in a real worker (epub2audio.worker.child, torch LLM) and reports the worker's own
+meter of that load (seconds, private and anonymous memory after it, sampled peak private memory
+during it: worker/memory.py); then, in a fresh process, the peak private memory over load + run
+(the same meter, PeakSampler),
 LLM time for a prefill + 40 teacher-forced steps, one flow + HiFT call on those 40 tokens (RTF over
 the 1.6 s of audio), and the deviation from the fp32 folder: max |log-prob| difference over the
 41 steps, mel relative error, waveform SNR. Random weights: the speeds and errors are real, the
@@ -70,29 +72,31 @@ def write_source(d: Path) -> None:
     save_profile(profile, d / "profile")
 
 
-def measure(model: str, profile: str, out: str) -> None:
-    """In a fresh process: load as the worker does, then the LLM and one render, metered."""
-    import threading
+def worker_load(model: str, profile: str) -> dict:
+    """Load the folder in a real worker and return its own meter of the load (child.py)."""
+    from epub2audio.worker.supervisor import Supervisor, WorkerPolicy
 
+    options = {"model_dir": model, "profile_dir": profile,
+               "extra": {"llm_backend": "torch", "max_tokens_per_segment": STEPS}}
+    s = Supervisor({"voice": "cosyvoice3:bench", "threads": 2, "options": options}, WorkerPolicy(start_timeout=1800))
+    try:
+        return {**s.details.load, "precision": s.details.precision}
+    finally:
+        s.close()
+
+
+def measure(model: str, profile: str, out: str) -> None:
+    """In a fresh process: load as the worker does, then the LLM and one render, under the
+    worker's meter (PeakSampler) for the peak over both."""
     import numpy as np
     import torch
 
     from epub2audio.voices.cosyvoice3.voice import CosyVoice3Voice
-    from epub2audio.worker.memory import private_bytes
+    from epub2audio.worker.memory import PeakSampler
 
     torch.set_num_threads(2)
-    peak = [private_bytes()]
-    done = threading.Event()
-
-    def sample():
-        while not done.wait(0.02):
-            peak[0] = max(peak[0], private_bytes())
-
-    threading.Thread(target=sample, daemon=True).start()
-    t = time.perf_counter()
+    meter = PeakSampler(0.02).__enter__()
     voice = CosyVoice3Voice.load(model, profile, llm_backend="torch", max_tokens_per_segment=STEPS)
-    load_s = time.perf_counter() - t
-    after_load = private_bytes()
     tokens = np.random.default_rng(1).integers(0, 6561, STEPS).tolist()
     t = time.perf_counter()
     p = voice.profile
@@ -106,11 +110,9 @@ def measure(model: str, profile: str, out: str) -> None:
                                    torch.from_numpy(p.mel[None]), torch.from_numpy(p.embedding[None]))
         wav = voice.hift.inference(mel).cpu()
     render_s = time.perf_counter() - t
-    done.set()
-    peak[0] = max(peak[0], private_bytes())
+    meter.__exit__(None, None, None)
     np.savez(out, logp=torch.stack(logps).float().numpy(), mel=mel.float().cpu().numpy(), wav=wav.float().numpy())
-    print(json.dumps({"load_s": load_s, "private_after_load": after_load, "peak_private": peak[0], "llm_s": llm_s,
-                      "render_s": render_s, "precision": voice.info.precision}))
+    print(json.dumps({"peak_private_run": meter.peak, "llm_s": llm_s, "render_s": render_s}))
 
 
 def main() -> None:
@@ -139,12 +141,13 @@ def main() -> None:
         folders[name] = dst
     results = {}
     for name, folder in folders.items():
+        load = worker_load(str(folder), str(work / "profile"))
         out = work / f"{name.split()[0]}.npz"
         proc = subprocess.run([sys.executable, __file__, "--measure", str(folder), str(work / "profile"), str(out)],
                               capture_output=True, text=True)
         if proc.returncode:
             sys.exit(f"{name}: {proc.stderr[-2000:]}")
-        results[name] = {**json.loads(proc.stdout.splitlines()[-1]), "arrays": dict(np.load(out))}
+        results[name] = {**load, **json.loads(proc.stdout.splitlines()[-1]), "arrays": dict(np.load(out))}
         print(f"measured {name}", flush=True)
 
     ref = results["fp32 (official)"]["arrays"]
@@ -159,8 +162,11 @@ def main() -> None:
         rows.append((f"disk {stem} GB", *(f"{part(f, stem):.3f}" for f in folders.values())))
     rows.append(("disk total GB", *(f"{sum(p.stat().st_size for p in f.rglob('*') if p.is_file()) / 1e9:.2f}" for f in folders.values())))
     base = results["fp32 (official)"]
-    for key, label, scale in (("load_s", "load s", 1), ("private_after_load", "private after load GB", 1e9),
-                              ("peak_private", "peak private GB", 1e9), ("llm_s", f"LLM prefill+{STEPS} s", 1),
+    for key, label, scale in (("seconds", "load s (worker)", 1), ("private_bytes", "private after load GB (worker)", 1e9),
+                              ("anonymous_bytes", "  of it anonymous GB (worker)", 1e9),
+                              ("peak_private_bytes", "peak private in load GB (worker)", 1e9),
+                              ("peak_rss_bytes", "peak RSS in load GB (worker)", 1e9),
+                              ("peak_private_run", "peak private load+run GB", 1e9), ("llm_s", f"LLM prefill+{STEPS} s", 1),
                               ("render_s", "flow+HiFT s", 1)):
         rows.append((label, *(f"{r[key] / scale:.2f} ({r[key] / base[key]:.2f}x)" for r in results.values())))
     rows.append(("RTF (LLM+render)", *(f"{(r['llm_s'] + r['render_s']) / audio_s:.2f}" for r in results.values())))

@@ -10,6 +10,7 @@ import pytest
 
 import m4b_probe
 from cli_run import SAMPLE, SAMPLE_TITLES, epub2audio
+from test_worker import assert_load_meter
 
 
 @pytest.fixture(autouse=True)
@@ -135,6 +136,7 @@ def test_milestone_lines_when_not_on_a_terminal_and_pure_json_with_progress_json
     assert run.code == 0 and run.stderr == ""
     events = [json.loads(line) for line in run.stdout.splitlines()]
     assert [e["event"] for e in events] == ["voice", "book", "plan", "stage", "stage", "stage", "verify", "done"]
+    assert_load_meter(events[0]["load"])  # the worker's own meter of its voice load, in the voice event
     assert (events[2]["cached"], events[2]["to_render"]) == (18, 0)
     assert run.events("done")[0]["output"] == str(out)
 

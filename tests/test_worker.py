@@ -2,6 +2,7 @@
 
 import os
 import signal
+import sys
 
 import pytest
 
@@ -27,8 +28,19 @@ def test_worker_reports_what_it_loaded():
     try:
         d = s.details
         assert (d.name, d.sample_rate, d.backend, d.precision, d.model_id) == ("tone", 16000, "python", "int16", "tone:2")
+        assert_load_meter(d.load)
     finally:
         s.close()
+
+
+def assert_load_meter(load: dict) -> None:
+    """The worker's own meter of its voice load (child.py): present, typed, sane; never timed."""
+    assert set(load) == {"seconds", "private_bytes", "anonymous_bytes", "peak_private_bytes", "peak_rss_bytes"}
+    assert isinstance(load["seconds"], float) and load["seconds"] >= 0
+    assert all(isinstance(v, int) and v >= 0 for k, v in load.items() if k != "seconds")
+    assert load["peak_private_bytes"] >= load["private_bytes"]  # the peak takes the final sample too
+    if sys.platform.startswith("linux"):  # a Python process holds private, anonymous pages
+        assert load["private_bytes"] > 0 and load["anonymous_bytes"] > 0 and load["peak_rss_bytes"] > 0
 
 
 def test_same_request_same_bytes_across_workers():

@@ -336,7 +336,8 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
         if not planned:  # refused before any progress line: a bad book gets one line, the error
             raise InputError(f"{Path(book_path).name}: the selected chapters contain no text to read")
         progress.emit("voice", name=details.name, narrator=details.narrator, backend=details.backend,
-                      precision=details.precision, sample_rate=details.sample_rate, model_id=details.model_id)
+                      precision=details.precision, sample_rate=details.sample_rate, model_id=details.model_id,
+                      load=details.load)  # the worker's meter: seconds, private bytes after, peak
         progress.emit("book", title=book.title, chapters=len(chapter_indices), segments=len(planned),
                       characters=sum(len(s.text) for s in planned))
         store.set_meta(book=str(Path(book_path).resolve()), output=str(out_path.resolve()),

@@ -199,3 +199,48 @@ print("RC", rc, rc2, "torch" in sys.modules, "onnxruntime" in sys.modules)
                            "--model-dir", str(out)], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "voice add needs the full Fun-CosyVoice3-0.5B folder" in proc.stderr
+
+
+@pytest.mark.slow
+def test_the_worker_meters_its_own_load_of_either_folder(tiny_model_dir, tmp_path, profile_dir):
+    """Seconds and memory of the voice's load, measured inside the worker and sent with its
+    details (no figures compared: tiny models are lost in the interpreter's own memory)."""
+    from test_worker import assert_load_meter
+
+    from epub2audio.worker.supervisor import Supervisor, WorkerPolicy
+
+    folder = compressed(tiny_model_dir, tmp_path / "small", llm="int8", flow="bf16", hift="fp16", prompt_parts="drop")
+    for model, precision in ((tiny_model_dir, "fp32"), (folder, "llm=int8,flow=bf16,hift=fp16")):
+        options = {"model_dir": str(model), "profile_dir": str(profile_dir), "extra": {"llm_backend": "torch"}}
+        s = Supervisor({"voice": "cosyvoice3:anna", "options": options}, WorkerPolicy(start_timeout=600))
+        try:
+            assert s.details.precision == precision
+            assert_load_meter(s.details.load)
+        finally:
+            s.close()
+
+
+def mapped_file(address: int) -> str:
+    """The file whose mapping holds `address` in this process ("" for anonymous memory)."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            parts = line.split()
+            low, high = (int(x, 16) for x in parts[0].split("-"))
+            if low <= address < high:
+                return parts[5] if len(parts) > 5 and parts[5].startswith("/") else ""
+    return ""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_weights_are_memory_mapped_and_adopted_not_copied(tiny_model_dir, tmp_path, profile_dir):
+    folder = compressed(tiny_model_dir, tmp_path / "fp32", llm="fp32", flow="fp32", hift="fp32")
+    for model, suffix in ((tiny_model_dir, ".pt"), (folder, ".safetensors")):
+        loaded = ck.load_checkpoint(model)
+        for stem, sd in (("llm", loaded.llm_state_dict), ("flow", loaded.flow_state_dict), ("hift", loaded.hift_state_dict)):
+            assert {mapped_file(t.data_ptr()) for t in sd.values() if t.numel()} == {str(model / (stem + suffix))}
+    voice = CosyVoice3Voice.load(folder, profile_dir, llm_backend="torch")
+    # the modules run on the mapped pages themselves: the flow whole, the LLM's matrices (its
+    # small biases and norms own their memory on purpose, see compress._build_stored_torch_llm)
+    assert {mapped_file(p.data_ptr()) for p in voice.flow.parameters()} == {str(folder / "flow.safetensors")}
+    assert {mapped_file(p.data_ptr()) for p in voice.llm.model.parameters() if p.numel() >= 1 << 16} == {
+        str(folder / "llm.safetensors")}

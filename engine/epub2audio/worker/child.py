@@ -19,7 +19,7 @@ import time
 
 from . import protocol
 from .faults import Faults
-from .memory import accelerator_bytes, private_bytes
+from .memory import PeakSampler, accelerator_bytes, anonymous_bytes, peak_rss_bytes, private_bytes
 from .pipeline import Prefetcher, set_torch_threads, two_stage
 
 
@@ -49,11 +49,14 @@ def main() -> int:
 
     started = time.perf_counter()
     try:
-        voice = load_voice(config["voice"], threads=config.get("threads", 1), options=config.get("options"))
+        with PeakSampler() as meter:
+            voice = load_voice(config["voice"], threads=config.get("threads", 1), options=config.get("options"))
     except Exception as error:  # reported to the parent, which turns it into a clear message
         protocol.send(out, {"type": "error", "message": f"could not load voice: {error}"})
         return 3
+    load_seconds = time.perf_counter() - started
     info = voice.info
+    memory = private_bytes()
     protocol.send(out, {
         "type": "ready",
         "pid": os.getpid(),
@@ -62,8 +65,14 @@ def main() -> int:
             "backend": info.backend, "precision": info.precision, "model_id": info.model_id,
             "versions": info.versions,
         },
-        "load_seconds": time.perf_counter() - started,
-        "memory": private_bytes(),
+        "load": {  # the voice's load, by this process's own meter (memory.py)
+            "seconds": load_seconds,
+            "private_bytes": memory,
+            "anonymous_bytes": anonymous_bytes(),
+            "peak_private_bytes": max(meter.peak, memory),
+            "peak_rss_bytes": peak_rss_bytes(),
+        },
+        "memory": memory,
         "device_memory": accelerator_bytes(),
     })
 

@@ -12,6 +12,11 @@ compiled graph (one per new input shape, i.e. per segment length) in a cache tha
 so a long book grows the worker until the supervisor recycles it. On Apple Silicon the GPU's memory
 is the host's, and phys_footprint may already include part of what MPS holds; counting it twice
 errs towards recycling early, never towards running out.
+
+Loading a voice is metered by the worker itself (child.py, `PeakSampler`): seconds, private and
+anonymous bytes after the load, the sampled peak of private bytes during it and the kernel's peak
+RSS. Weights are memory-mapped, so a model's mapped pages count as private only once read;
+`anonymous_bytes` tells the two apart.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import sys
+import threading
 
 
 def private_bytes() -> int:
@@ -28,6 +34,62 @@ def private_bytes() -> int:
     if sys.platform == "darwin":
         return _macos_phys_footprint()
     return 0
+
+
+def anonymous_bytes() -> int:
+    """The part of private_bytes() that only swap can free: anonymous pages plus swap (Linux).
+
+    Memory-mapped weights are file-backed: once read they count as Private_Clean in
+    private_bytes(), yet the kernel can drop and re-read them. So private_bytes() minus this is
+    what the process holds of its mapped files. macOS's phys_footprint already leaves clean
+    file-backed pages out, so there the two are the same number."""
+    if sys.platform.startswith("linux"):
+        return _linux_fields(("Anonymous", "Swap"))
+    return private_bytes()
+
+
+def peak_rss_bytes() -> int:
+    """The kernel's exact peak resident set (shared and file-backed pages included): an upper
+    bound for the sampled peak of private_bytes(), which can miss a spike between samples."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)  # macOS: bytes; Linux: KiB
+
+
+class PeakSampler:
+    """The highest private_bytes() seen while a block runs (e.g. loading a voice), sampled every
+    `interval` seconds on a daemon thread and once at each end. Neither Linux nor macOS keeps a
+    peak of private memory, so this is a sample: peak_rss_bytes() bounds it from above."""
+
+    def __init__(self, interval: float = 0.01) -> None:
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sample(self) -> int:
+        now = private_bytes()
+        self.peak = max(self.peak, now)
+        return now
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def __enter__(self) -> "PeakSampler":
+        self.sample()
+        self._thread = threading.Thread(target=self._run, name="memory-peak", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.sample()
 
 
 def accelerator_bytes() -> int:
@@ -50,6 +112,11 @@ def _torch_accelerator_bytes(torch) -> int:
 
 
 def _linux_private_plus_swap(path: str = "/proc/self/smaps_rollup") -> int:
+    return _linux_fields(("Private_Clean", "Private_Dirty", "Swap"), path)
+
+
+def _linux_fields(names: tuple[str, ...], path: str = "/proc/self/smaps_rollup") -> int:
+    """The sum of the named smaps_rollup fields, in bytes (0 where the file cannot be read)."""
     fields = {}
     try:
         with open(path) as f:
@@ -60,7 +127,7 @@ def _linux_private_plus_swap(path: str = "/proc/self/smaps_rollup") -> int:
                     fields[name] = int(parts[0]) * 1024
     except OSError:
         return 0
-    return fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0) + fields.get("Swap", 0)
+    return sum(fields.get(name, 0) for name in names)
 
 
 class _TaskVMInfo(ctypes.Structure):

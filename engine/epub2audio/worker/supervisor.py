@@ -51,6 +51,9 @@ class VoiceDetails:
     precision: str
     model_id: str
     versions: dict = field(default_factory=dict)
+    # the worker's own meter of its load (child.py): seconds, private_bytes and anonymous_bytes
+    # after it, peak_private_bytes (sampled) and peak_rss_bytes during it; not part of identity
+    load: dict = field(default_factory=dict, compare=False)
 
 
 class WorkerDied(Exception):
@@ -94,7 +97,7 @@ class Worker:
             self.kill()
             raise VoiceLoadFailed(header["message"])
         self.pid = header["pid"]
-        self.details = VoiceDetails(**header["info"])
+        self.details = VoiceDetails(**header["info"], load=header.get("load", {}))
         self.memory = header.get("memory", 0)
         self.device_memory = header.get("device_memory", 0)  # CUDA reserved / MPS driver-allocated bytes
         self.requests = 0

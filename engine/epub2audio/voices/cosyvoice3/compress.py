@@ -20,9 +20,11 @@ Weights are safetensors, memory-mapped at load. The LLM at ``--llm``:
                   tables as int8 with a scale per row (never under 8 bits); norms and biases fp32
 ``--vocab LANG...`` keeps only the text-embedding rows those languages need (vocab.py).
 
-How a compressed folder runs (`build_llm_from_folder`): an LLM stored at bf16 or int8 runs on
-torch at that precision when asked for torch or auto at "fp32" (the default) or that precision;
-any other request dequantises to fp32 first and takes the ordinary path (backends.build_llm). The
+How a compressed folder runs (`build_llm_from_folder`): asked for MLX (or auto on Apple Silicon)
+at "fp32" (the default) or the stored precision, MLX runs the stored tensors as they are with its
+quantised layers (llm_mlx_folder.py: no conversion cache, no second quantisation); an LLM stored
+at bf16 or int8 runs on torch at that precision when asked for torch or auto at "fp32" or that
+precision; any other request dequantises to fp32 first and takes the ordinary path (backends.build_llm). The
 flow and HiFT run at their stored precision unless another option (int8, onnx-*) is asked for.
 
 The folder is written into a temporary sibling and renamed into place: DST is whole or absent.
@@ -430,6 +432,13 @@ def build_llm_from_folder(ckpt, backend: str = "auto", precision: str = "fp32", 
     from .backends import TorchSpeechLM, build_llm
 
     stored_as = stored_precision(ckpt, "llm")
+    if precision in ("fp32", stored_as) and device == "cpu" and _runs_on_mlx(backend, precision):
+        from .llm_mlx_folder import fits, load_stored_mlx_llm
+
+        if fits(ckpt.llm_state_dict):  # MLX's own quantised layers on the stored tensors
+            lm = load_stored_mlx_llm(ckpt.qwen_config, ckpt.llm_state_dict)
+            ckpt.llm_state_dict = {}
+            return lm
     tables_quantised = any(k + SCALE in ckpt.llm_state_dict for k in TABLE_KEYS)
     native = (backend in ("torch", "auto") and precision in ("fp32", stored_as) and not tables_quantised
               and (backend == "torch" or stored_as != "fp32") and (stored_as != "int8" or device == "cpu"))
@@ -444,6 +453,12 @@ def build_llm_from_folder(ckpt, backend: str = "auto", precision: str = "fp32", 
     full = replace(ckpt, llm_state_dict=dequantized_llm_state_dict(ckpt.llm_state_dict))
     ckpt.llm_state_dict = {}
     return build_llm(full, backend, precision, threads=threads, device=device)
+
+
+def _runs_on_mlx(backend: str, precision: str) -> bool:
+    from .backends import choose_llm_backend
+
+    return backend in ("mlx", "auto") and choose_llm_backend(backend, precision=precision) == "mlx"
 
 
 def stage_precision(stored: str, requested: str) -> str:

@@ -174,10 +174,12 @@ class MLXSpeechLM:
     """The MLX LLM stage behind the backend seam (`backend`, `precision`, `args`, `start_decoding`)."""
 
     backend = "mlx"
+    recipe = ""  # "stored": a compressed folder's own quantisation (llm_mlx_folder), part of the voice's id
 
-    def __init__(self, model: CosyVoice3MLX, args: LLMArgs) -> None:
+    def __init__(self, model: CosyVoice3MLX, args: LLMArgs, row_of_id: np.ndarray | None = None) -> None:
         self.model = model
         self.args = args
+        self.row_of_id = row_of_id  # a compact text table's row of each token id (vocab.py), -1: left out
 
     @property
     def device(self) -> str:
@@ -204,15 +206,31 @@ class MLXSpeechLM:
         """[sos, text embeddings, task_id, prompt speech embeddings] as [1, L, H]."""
         check_prompt_ids(self.args, text_ids, prompt_speech_tokens)
         m = self.model
-        speech = m.speech_embedding.weight
-        parts = [speech[SOS_ID : SOS_ID + 1]]
+
+        def speech(ids: Sequence[int]) -> mx.array:
+            return m.speech_embedding(mx.array(list(ids), dtype=mx.int32))
+
+        parts = [speech([SOS_ID])]
         if len(text_ids):
-            parts.append(m.model.embed_tokens(mx.array(list(text_ids), dtype=mx.int32)))
-        parts.append(speech[TASK_ID : TASK_ID + 1])
+            parts.append(m.model.embed_tokens(mx.array(self._text_rows(text_ids), dtype=mx.int32)))
+        parts.append(speech([TASK_ID]))
         if len(prompt_speech_tokens):
-            parts.append(m.speech_embedding(mx.array(list(prompt_speech_tokens), dtype=mx.int32)))
-        # a quantised embed_tokens dequantises to the scales' dtype (fp32 here); match the rest
-        return mx.concatenate([p.astype(speech.dtype) for p in parts], axis=0)[None]
+            parts.append(speech(prompt_speech_tokens))
+        # a quantised table dequantises to its scales' dtype (fp32); everything runs at the norms' dtype
+        return mx.concatenate([p.astype(m.model.norm.weight.dtype) for p in parts], axis=0)[None]
+
+    def _text_rows(self, text_ids: Sequence[int]) -> list[int]:
+        """The text table's rows for `text_ids`: the ids themselves, or a compact table's rows
+        (refusing an id it left out, as vocab.CompactEmbedding does: never a stale row)."""
+        if self.row_of_id is None:
+            return list(text_ids)
+        rows = self.row_of_id[np.asarray(list(text_ids), dtype=np.int64)]
+        if (rows < 0).any():
+            from .vocab import OutsideVocabulary
+
+            missing = sorted({int(i) for i, r in zip(text_ids, rows) if r < 0})
+            raise OutsideVocabulary(f"token id(s) {missing[:5]} are outside this compressed model's vocabulary")
+        return rows.tolist()
 
     def start_decoding(self, text_ids: Sequence[int], prompt_speech_tokens: Sequence[int]) -> NextLogp:
         """A fresh decoding session over its own mlx-lm KV cache (see `llm.NextLogp`)."""

@@ -176,7 +176,7 @@ class CosyVoice3Voice:
             from importlib.metadata import version
 
             versions.update({"mlx": version("mlx"), "mlx-lm": version("mlx-lm")})
-        recipe = ""
+        recipe = f"+mlx-{llm.recipe}" if getattr(llm, "recipe", "") else ""  # a folder's own quantisation on MLX
         if "onnx" in backend:
             import onnxruntime
 
@@ -184,7 +184,7 @@ class CosyVoice3Voice:
 
             versions["onnxruntime"] = onnxruntime.__version__
             if (llm.backend, llm.precision) == ("onnx", "int8") or flow_precision_of(flow) == ("onnx", "int8"):
-                recipe = f"+int8-{INT8_RECIPE}"  # another int8 recipe is another sound
+                recipe += f"+int8-{INT8_RECIPE}"  # another int8 recipe is another sound
         info = VoiceInfo(
             name=f"cosyvoice3:{profile.name}",
             narrator=f"CosyVoice3 ({profile.name})",
