@@ -67,14 +67,14 @@ class Faults:
             os._exit(9)
         if self.hang_on and self.hang_on in text and self._armed():
             time.sleep(3600)
+        if self.cap_over and len(text) > self.cap_over:  # before the gate: only a piece short enough waits
+            from ..voices.base import LengthCapReached
+
+            raise LengthCapReached(f"injected length cap: the text has more than {self.cap_over} characters")
         if self.hold_on and self.hold_on in text and self.gate:
             _wait_at_gate(Path(self.gate), text)
         if raise_later or (self.fail_on and self.fail_on in text and self._armed()):
             raise RuntimeError("injected failure")
-        if self.cap_over and len(text) > self.cap_over:
-            from ..voices.base import LengthCapReached
-
-            raise LengthCapReached(f"injected length cap: the text has more than {self.cap_over} characters")
 
     def after(self) -> None:
         if self.leak_mb:
