@@ -181,7 +181,9 @@ def test_a_split_job_resumes_after_a_kill_with_the_same_bytes(tmp_path):
     assert run.code == 0, run.stderr
     assert run.events("split") == []  # the recorded pieces are rendered, not the capped segments again
     assert run.events("plan")[0]["cached"] == 6  # all but the long sentence
-    assert len(run.events("segment")) == 2  # its last two pieces: the held one and the one after it
+    # its last two pieces (the held one and the next), and the one before if the kill came between
+    # the worker's answer and the store's record of it
+    assert [e["chapter"] for e in run.events("segment")] in ([1, 1], [1, 1, 1])
     assert sha(out) == sha(reference)
 
     regen = epub2audio("regen", out, "--segment", "2.2", env=capped_env())  # a segment said in pieces
