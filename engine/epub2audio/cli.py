@@ -301,6 +301,8 @@ def _cosyvoice3_options(args: argparse.Namespace, config: dict) -> dict:
                "llm_precision": flag("llm_precision") or config.get("llm_precision", "fp32"),
                "flow_precision": flag("flow_precision") or config.get("flow_precision", "fp32"),
                "hift_precision": config.get("hift_precision", "fp32"),
+               # a job re-splits a segment that reaches the cap, so it can afford the tight one
+               "length_cap": config.get("length_cap", "tight"),
                "device": flag("device") or config.get("device", "auto")}
     if options["llm_precision"] == "int4":  # an expert choice, never a preset (bench/llm_lengths.py)
         print("warning: --llm-precision int4 may change the pacing: it lowers the stop-token log-prob by 0.11 on "

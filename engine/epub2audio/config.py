@@ -9,6 +9,8 @@ environment variables, command-line options. Keys in config.toml:
   hift_precision = "fp32"        device = "auto"                (auto, cpu, cuda, mps)
   device_llm / device_flow / device_hift = "cpu" ...   (one stage's device; `--device` overrides)
   pipeline_depth = 1             (2: a CosyVoice3 worker decodes the next segment while rendering)
+  length_cap = "tight"           (CosyVoice3: a segment that reaches it is re-split; "upstream": 20 per
+                                  text token and cut there, as upstream)
   lexicon = "/path/to/lexicon.txt"   (pronunciations shared by the command, calibre and the watcher)
 """
 

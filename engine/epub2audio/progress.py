@@ -9,6 +9,8 @@ front ends read: one object a line on stdout, each with an "event" key:
   voice    {name, narrator, backend, precision, sample_rate, model_id}
   plan     {total, cached, to_render}
   segment  {done, total, chapter, index, audio_seconds, synth_seconds, eta_seconds}
+  split    {chapter, index, pieces}   (a segment the voice could not say within its length cap is said
+           in `pieces` shorter ones instead: the `total` of later segment events grows by pieces - 1)
   chapter  {chapter, title, done, total}   (every segment of a chapter rendered in this run; `done`
            of `total` chapters this run renders; chapter is 0-based, as in segment)
   stage    {stage: "render" | "assemble" | "verify"}

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .errors import InputError, JobFailed
 from .store import PlannedSegment
-from .worker.supervisor import SegmentFailed, Supervisor, VoiceDetails, VoiceLoadFailed, WorkerPolicy
+from .worker.supervisor import SegmentCapped, SegmentFailed, Supervisor, VoiceDetails, VoiceLoadFailed, WorkerPolicy
 
 try:
     import ray
@@ -99,6 +99,8 @@ class SegmentActor:
     def synthesize(self, text: str, seed: int):
         try:
             pcm, seconds, details = self.supervisor.synthesize(text, seed)
+        except SegmentCapped as error:  # the job re-splits it: hand over the exception, not its text
+            return None, 0.0, None, error
         except SegmentFailed as error:
             return None, 0.0, None, str(error)
         return pcm, seconds, asdict(details), None

@@ -24,13 +24,14 @@ from .book.lexicon import (PHONEME_VOICES, Entry, Lexicon, apply as apply_lexico
                            voice_text)
 from .book.model import Chapter
 from .book.normalize import normalize
-from .book.segment import segment_chapter
+from .book.segment import segment_chapter, split_in_two
 from .config import load_config
 from .errors import InputError, JobFailed
 from .progress import Eta, Progress
 from .store import PlannedSegment, SegmentStore, job_dir_for, segment_key, segment_seed
 from .voices.catalog import language_changes_audio, language_warning
-from .worker.supervisor import SegmentFailed, Stopped, Supervisor, VoiceDetails, VoiceLoadFailed, WorkerPolicy
+from .worker.supervisor import (SegmentCapped, SegmentFailed, Stopped, Supervisor, VoiceDetails, VoiceLoadFailed,
+                                WorkerPolicy)
 
 DEFAULT_JOB_SEED = 1986
 
@@ -193,11 +194,30 @@ def plan_segments(book: Book, chapter_indices: list[int], job_seed: int, voice: 
             occurrence = seen[text]
             seen[text] += 1
             seed = segment_seed(job_seed, text, occurrence)
-            # the language is part of the segment's identity only where it changes the audio
-            key_lang = seg.lang if language_changes_audio(voice) else None
-            planned.append(PlannedSegment(ci, seg.index, segment_key(voice, model_id, text, seed, key_lang),
+            planned.append(PlannedSegment(ci, seg.index, _key(voice, model_id, text, seed, seg.lang),
                                           text, seed, seg.pause_after_ms, seg.lang))
     return planned
+
+
+def _key(voice: str, model_id: str, text: str, seed: int, lang: str | None) -> str:
+    # the language is part of the segment's identity only where it changes the audio
+    return segment_key(voice, model_id, text, seed, lang if language_changes_audio(voice) else None)
+
+
+def split_segment(segment: PlannedSegment, voice: str, model_id: str) -> list[PlannedSegment] | None:
+    """A segment the voice could not say within its length cap, as two pieces (None for a single
+    word: see book.segment.split_in_two). A piece's seed comes from its parent's seed, its text and
+    its place, so re-splitting the same segment gives the same pieces, keys and audio on resume."""
+    halves = split_in_two(segment.text)
+    if halves is None:
+        return None
+    left, right, pause = halves
+    pieces = []
+    for place, (text, pause_after) in enumerate(((left, pause), (right, 0))):
+        seed = segment_seed(segment.seed, text, place)
+        pieces.append(replace(segment, key=_key(voice, model_id, text, seed, segment.lang), text=text, seed=seed,
+                              pause_ms=pause_after))
+    return pieces
 
 
 def apply_metadata(book: Book, overrides: dict) -> Book:
@@ -233,7 +253,8 @@ class WorkerPool:
             raise JobFailed(str(error)) from None
 
     def render(self, todo: list[PlannedSegment], on_result) -> None:
-        """Synthesise `todo`; on_result(segment, pcm | None, seconds, details, error) runs in this thread."""
+        """Synthesise `todo`; on_result(segment, pcm | None, seconds, details, error) runs in this thread.
+        error: None, a str, or the SegmentCapped of a segment that reached the voice's length cap."""
         tasks: queue.Queue = queue.Queue()
         for item in todo:
             tasks.put(item)
@@ -273,6 +294,8 @@ class WorkerPool:
                 try:
                     pcm, seconds, details = supervisor.synthesize(segment.text, segment.seed, segment.lang)
                     results.put((segment, pcm, seconds, details, None))
+                except SegmentCapped as error:  # handed over as such: the job re-splits the segment
+                    results.put((segment, None, 0.0, None, error))
                 except SegmentFailed as error:
                     results.put((segment, None, 0.0, None, str(error)))
                 except Stopped:
@@ -374,16 +397,56 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
 
 def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], voice: str,
             details: VoiceDetails, progress: Progress, titles: dict[int, str]) -> list[tuple[PlannedSegment, str]]:
+    """Render `todo`. A segment the voice could not say within its length cap (its audio would be
+    cut) is said in two pieces instead, recursively (split_segment); they render in a next round,
+    and once all of a segment's pieces are done its WAV is composed from theirs (store.compose)."""
     failures = []
+    parent_of: dict[str, PlannedSegment] = {}  # piece key -> the segment it is part of
+
+    def unfinished(segment: PlannedSegment) -> list[PlannedSegment]:
+        """What is left to render of `segment`: itself, or its unfinished pieces (a resumed job)."""
+        pieces = store.pieces(segment)
+        if not pieces:
+            return [segment]
+        left = []
+        for piece in pieces:
+            if not store.finished(piece.key):
+                parent_of[piece.key] = segment
+                left += unfinished(piece)
+        if not left:  # stopped between its last piece and composing it
+            store.compose(segment, voice, details)
+        return left
+
+    def finish(segment: PlannedSegment) -> None:
+        """`segment` is done: compose each segment whose pieces are now all done."""
+        parent = parent_of.pop(segment.key, None)
+        if parent and all(store.finished(p.key, verify=False) for p in store.pieces(parent)):
+            store.compose(parent, voice, details)
+            finish(parent)
+
+    todo = [leaf for segment in todo for leaf in unfinished(segment)]
     eta = Eta(len(todo))
-    answered: set[str] = set()
     left = Counter(s.chapter for s in todo)  # segments still to render, by chapter
     chapters_done = 0
+    more: list[PlannedSegment] = []  # the next round: pieces of segments that reached the cap
 
     def on_result(segment, pcm, seconds, seg_details, error):
         nonlocal chapters_done
         answered.add(segment.key)
+        if isinstance(error, SegmentCapped):
+            pieces = split_segment(segment, voice, details.model_id)
+            if pieces is not None:
+                store.record_pieces(segment, pieces)
+                parent_of.update((p.key, segment) for p in pieces)
+                more.extend(pieces)
+                eta.total += len(pieces) - 1
+                left[segment.chapter] += len(pieces) - 1
+                progress.emit("split", chapter=segment.chapter, index=segment.index, pieces=len(pieces))
+                return
+            error = (f"the voice reached its length cap on the single word {segment.text!r} ({error}); "
+                     "it cannot be said without cutting it")
         if error is not None:
+            error = str(error)
             store.record_failed(segment, voice, details.model_id, error)
             failures.append((segment, error))
             progress.emit("warning", message=f"chapter {segment.chapter + 1} segment {segment.index + 1} failed: {error}")
@@ -391,7 +454,8 @@ def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], v
         if seg_details.model_id != details.model_id or seg_details.sample_rate != details.sample_rate:
             raise JobFailed("a worker loaded a different model than the first one; refusing to mix them")
         store.record_done(segment, voice, seg_details, pcm, seconds)
-        progress.emit("segment", done=eta.done + 1, total=len(todo), chapter=segment.chapter,
+        finish(segment)
+        progress.emit("segment", done=eta.done + 1, total=eta.total, chapter=segment.chapter,
                       index=segment.index, audio_seconds=round(len(pcm) / 2 / details.sample_rate, 3),
                       synth_seconds=round(seconds, 3), eta_seconds=eta.step())
         left[segment.chapter] -= 1
@@ -400,13 +464,16 @@ def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], v
             progress.emit("chapter", chapter=segment.chapter, title=titles[segment.chapter],
                           done=chapters_done, total=len(left))
 
-    try:
-        pool.render(todo, on_result)
-    except KeyboardInterrupt:
-        raise Interrupted(eta.done, len(todo)) from None
-    # Every segment must be accounted for: one that no worker answered (a worker thread that
-    # stopped early) fails the job here rather than surfacing later as a missing WAV.
-    failures += [(s, "no worker returned this segment") for s in todo if s.key not in answered]
+    while todo:
+        answered: set[str] = set()
+        try:
+            pool.render(todo, on_result)
+        except KeyboardInterrupt:
+            raise Interrupted(eta.done, eta.total) from None
+        # Every segment must be accounted for: one that no worker answered (a worker thread that
+        # stopped early) fails the job here rather than surfacing later as a missing WAV.
+        failures += [(s, "no worker returned this segment") for s in todo if s.key not in answered]
+        todo, more = more, []
     return failures
 
 
@@ -425,6 +492,21 @@ def assemble(store: SegmentStore, book: Book, out_path: Path, details: VoiceDeta
     chapters = audio_chapters(store, details.sample_rate)
     tags = tags_for_book(book, narrator=details.narrator)
     return write_m4b(out_path, list(chapters.values()), tags, book.cover, details.sample_rate)
+
+
+def _leaves(store: SegmentStore, segment: PlannedSegment) -> list[PlannedSegment]:
+    """The segments actually rendered for `segment`: itself, or its pieces' leaves in order."""
+    pieces = store.pieces(segment)
+    return [leaf for p in pieces for leaf in _leaves(store, p)] if pieces else [segment]
+
+
+def _compose_all(store: SegmentStore, segment: PlannedSegment, voice: str, details: VoiceDetails) -> None:
+    """Compose `segment` (if it is said in pieces) from its pieces, the nested ones first."""
+    pieces = store.pieces(segment)
+    for piece in pieces:
+        _compose_all(store, piece, voice, details)
+    if pieces:
+        store.compose(segment, voice, details)
 
 
 @dataclass
@@ -455,16 +537,20 @@ def regen(out_path: Path, chapter: int, index: int, *, work_dir: Path | None = N
     if voice_options is None:
         voice_options = json.loads(store.get_meta("voice_options", "{}"))
     pool = WorkerPool(row["voice"], voice_options, 1, 1, policy or WorkerPolicy(), work_dir / "worker.log")
+    # a segment said in pieces (it reached the voice's length cap) is re-made piece by piece
+    parts = _leaves(store, segment)
     try:
         details = pool.details()
-        pcm, seconds, details = pool.supervisors[0].synthesize(segment.text, segment.seed, segment.lang)
+        made = [(part, *pool.supervisors[0].synthesize(part.text, part.seed, part.lang)) for part in parts]
     except SegmentFailed as error:
         raise JobFailed(f"segment {chapter + 1}.{index + 1} failed again: {error}") from None
     finally:
         pool.close()
     if details.model_id != row["model_id"]:
         raise JobFailed(f"the voice now loads model {details.model_id}, the job used {row['model_id']}")
-    store.record_done(segment, row["voice"], details, pcm, seconds)
+    for part, pcm, seconds, details in made:
+        store.record_done(part, row["voice"], details, pcm, seconds)
+    _compose_all(store, segment, row["voice"], details)
     identical = store.audio_path(key).read_bytes() == old
     book = load_book(store.get_meta("book"))
     assemble(store, book, Path(out_path), details)

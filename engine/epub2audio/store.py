@@ -6,6 +6,12 @@ on it), so rerunning a job reuses every finished segment
 whose text did not change, wherever it now sits in the book, and re-renders only the changed ones.
 A row is marked done only after its WAV is on disk (temp file, fsync, rename), so a crash at any
 point loses at most the segments that were in flight.
+
+A segment the voice could not say within its length cap is said in pieces (render.py): the
+`pieces` table lists them under the segment's key, each piece is a segment of its own (its own
+key, seed and WAV, so it resumes like any other), and once all are done the segment's WAV is
+composed from theirs with the pauses between them. So the plan, the assembly and `verify` see
+one finished segment, whose audio is all of its text.
 """
 
 from __future__ import annotations
@@ -38,9 +44,13 @@ CREATE TABLE IF NOT EXISTS segments (
     audio_file TEXT, checksum TEXT, samples INTEGER, sample_rate INTEGER,
     synth_seconds REAL, attempts INTEGER NOT NULL DEFAULT 0, error TEXT, updated REAL NOT NULL,
     lang TEXT);
+CREATE TABLE IF NOT EXISTS pieces (   -- a segment re-said in pieces, in order (see above)
+    parent TEXT NOT NULL, idx INTEGER NOT NULL, segment_key TEXT NOT NULL, text TEXT NOT NULL,
+    seed INTEGER NOT NULL, pause_ms INTEGER NOT NULL, PRIMARY KEY (parent, idx));
 """
 # Columns added since the first schema: a job made before them gets them on open (NULL: the book's
-# language, which is what every segment of such a job was).
+# language, which is what every segment of such a job was). A table added since (`pieces`) is
+# created on open by SCHEMA itself, empty, which is what such a job had.
 ADDED_COLUMNS = {"chapters": {"text": "TEXT NOT NULL DEFAULT ''"}, "plan": {"lang": "TEXT"},
                  "segments": {"lang": "TEXT"}}
 
@@ -233,6 +243,36 @@ class SegmentStore:
                 (segment.key, segment.text, text_hash(segment.text), segment.seed, voice, model_id,
                  reason, time.time(), segment.lang),
             )
+
+    # --- segments said in pieces -----------------------------------------------------------
+    def record_pieces(self, parent: PlannedSegment, pieces: list[PlannedSegment]) -> None:
+        """`parent` is said as `pieces`, in order; each piece's pause_ms is the silence after it
+        inside the parent's WAV (the last one's is the parent's own, from the plan, and unused)."""
+        with self.db:
+            self.db.execute("DELETE FROM pieces WHERE parent = ?", (parent.key,))
+            self.db.executemany(
+                "INSERT INTO pieces (parent, idx, segment_key, text, seed, pause_ms) VALUES (?, ?, ?, ?, ?, ?)",
+                [(parent.key, i, p.key, p.text, p.seed, p.pause_ms) for i, p in enumerate(pieces)])
+
+    def pieces(self, parent: PlannedSegment) -> list[PlannedSegment]:
+        """The pieces `parent` is said in ([] if it is said whole), as segments of its chapter,
+        index and language."""
+        rows = self.db.execute("SELECT segment_key, text, seed, pause_ms FROM pieces WHERE parent = ? ORDER BY idx",
+                               (parent.key,)).fetchall()
+        return [PlannedSegment(parent.chapter, parent.index, key, text, seed, pause, parent.lang)
+                for key, text, seed, pause in rows]
+
+    def compose(self, parent: PlannedSegment, voice: str, details) -> None:
+        """Record `parent` done, its WAV its finished pieces' WAVs with the pauses between them."""
+        pieces = self.pieces(parent)
+        pcm, seconds = bytearray(), 0.0
+        for i, piece in enumerate(pieces):
+            with wave.open(str(self.audio_path(piece.key)), "rb") as w:
+                pcm += w.readframes(w.getnframes())
+            seconds += self.segment_row(piece.key)["synth_seconds"] or 0.0
+            if i < len(pieces) - 1:
+                pcm += bytes(2 * (piece.pause_ms * details.sample_rate // 1000))
+        self.record_done(parent, voice, details, bytes(pcm), seconds)
 
     def forget(self, key: str) -> None:
         with self.db:

@@ -14,6 +14,9 @@ A segment is in one language: where the markup says a passage is in another lang
 book (`Chapter.languages`), the passage is segmented on its own and its segments carry its tag
 (`Segment.lang`; None is the book's language), so a voice that speaks it can read it as such.
 Where a language changes inside a sentence the pause is a short one.
+
+A segment the voice cannot say within its length cap (its speech would be cut) is said in two
+pieces instead (`split_in_two`), again and again if need be, down to single words (render.py).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ PAUSE_PARAGRAPH_MS = 700
 PAUSE_HEADING_MS = 1000
 PAUSE_SCENE_BREAK_MS = 1600
 PAUSE_CHAPTER_MS = 2000
+PAUSE_CLAUSE_MS = 100  # between the pieces of a re-split segment cut at its punctuation: a comma's breath
 
 # Words that end in a period without ending a sentence.
 _ABBREVIATIONS = {
@@ -48,6 +52,7 @@ _ABBREVIATIONS = {
 _SENTENCE_END = re.compile(r"""([.!?…]+["'”’»)\]]*)\s+""")
 _ENDS_SENTENCE = re.compile(r"""[.!?…]+["'”’»)\]]*$""")
 _SOFT_BREAKS = [re.compile(p) for p in (r"[;:]\s+", r"[,—–]\s*", r"\s+")]
+_CLAUSE_BREAKS, _WORD_BREAK = _SOFT_BREAKS[:2], _SOFT_BREAKS[2]
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,38 @@ def _last_break(pattern: re.Pattern, text: str, start: int, limit: int) -> int:
         if kept - start <= limit and match.end() - start > limit // 3:
             best = match.end()
     return best
+
+
+def split_in_two(text: str) -> tuple[str, str, int] | None:
+    """A segment's text as two shorter pieces and the pause between them (ms), for a voice that
+    could not say it within its length cap: at the strongest clause punctuation (; : then , — –)
+    that leaves each piece at least a quarter of the text, the one nearest the middle; else at
+    the word boundary nearest the middle, with no pause. None for a single word, which cannot be
+    split without cutting it. Pronunciation markup is never cut."""
+    protected, kept = protect(text.strip())
+    n = len(protected)
+    for pattern, pause in ((p, PAUSE_CLAUSE_MS) for p in _CLAUSE_BREAKS):
+        best = _nearest_middle(pattern, protected, min_piece=n / 4)
+        if best:
+            break
+    else:
+        best, pause = _nearest_middle(_WORD_BREAK, protected, min_piece=1), 0
+    if not best:
+        return None
+    left, right = protected[:best[0]].rstrip(), protected[best[1]:].lstrip()
+    return restore(left, kept), restore(right, kept), pause
+
+
+def _nearest_middle(pattern: re.Pattern, text: str, min_piece: float) -> tuple[int, int] | None:
+    """(end of the left piece, start of the right) of the break nearest the middle of `text` whose
+    pieces are both at least `min_piece` characters; the break's punctuation stays on the left."""
+    best = None
+    for match in pattern.finditer(text):
+        left_end = match.start() + len(match.group().rstrip())
+        left, right = len(text[:left_end].rstrip()), len(text) - match.end()
+        if min(left, right) >= min_piece and (best is None or abs(left_end - len(text) / 2) < best[0]):
+            best = (abs(left_end - len(text) / 2), left_end, match.end())
+    return best and best[1:]
 
 
 def segment_chapter(chapter_index: int, chapter: Chapter, limit: int = MAX_SEGMENT_CHARS) -> list[Segment]:

@@ -15,6 +15,14 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 
+class LengthCapReached(Exception):
+    """The voice reached its length cap before the end of the text: its audio would be cut.
+
+    A voice raises this instead of returning cut audio; the worker reports it as such and the job
+    re-says the text in smaller pieces (render.py). Same text, same seed: same outcome, so it is
+    never retried as is."""
+
+
 @dataclass(frozen=True)
 class VoiceInfo:
     name: str  # what the user asked for, e.g. "joe" or "cosyvoice3:anna"

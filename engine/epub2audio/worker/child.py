@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 
+from ..voices.base import LengthCapReached
 from . import protocol
 from .faults import Faults
 from .memory import PeakSampler, accelerator_bytes, anonymous_bytes, peak_rss_bytes, private_bytes
@@ -103,6 +104,9 @@ def _answer(out, request: dict, faults: Faults, synthesize) -> None:
     try:
         faults.before(request["text"])
         pcm = synthesize(request)
+    except LengthCapReached as error:  # not a failure of this text's pieces: the job re-splits it
+        protocol.send(out, {"type": "error", "id": request["id"], "capped": True, "message": str(error)})
+        return
     except Exception as error:
         protocol.send(out, {"type": "error", "id": request["id"], "message": f"{type(error).__name__}: {error}"})
         return

@@ -9,6 +9,10 @@ expressible across respawns.
 `hold_on=TEXT,gate=DIR` holds a request at a point the test chooses, whatever the machine's speed:
 while DIR exists, a request whose text contains TEXT writes DIR/<worker pid> (holding the text) and
 waits until the test deletes that file. Deleting DIR opens the gate for good.
+
+`cap_over=N` plays a voice with a length cap: a request whose text is longer than N characters
+raises LengthCapReached, as CosyVoice3 does when its speech would be cut (every time: it is the
+text that is too long, not bad luck).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ class Faults:
     marker: str = ""
     hold_on: str = ""  # wait at the gate on such a request
     gate: str = ""
+    cap_over: int = 0  # LengthCapReached for a text longer than this many characters; 0 = never
     _requests: int = 0
     _leak: list = field(default_factory=list)
 
@@ -38,7 +43,7 @@ class Faults:
         faults = cls()
         for item in filter(None, spec.split(",")):
             key, _, value = item.partition("=")
-            if key in ("leak_mb",):
+            if key in ("leak_mb", "cap_over"):
                 setattr(faults, key, int(value))
             elif key == "fail_first":
                 faults.fail_first = value not in ("", "0")
@@ -62,6 +67,10 @@ class Faults:
             os._exit(9)
         if self.hang_on and self.hang_on in text and self._armed():
             time.sleep(3600)
+        if self.cap_over and len(text) > self.cap_over:  # before the gate: only a piece short enough waits
+            from ..voices.base import LengthCapReached
+
+            raise LengthCapReached(f"injected length cap: the text has more than {self.cap_over} characters")
         if self.hold_on and self.hold_on in text and self.gate:
             _wait_at_gate(Path(self.gate), text)
         if raise_later or (self.fail_on and self.fail_on in text and self._armed()):

@@ -64,8 +64,18 @@ class RequestFailed(Exception):
     """The worker is alive but could not synthesise this request."""
 
 
+class RequestCapped(RequestFailed):
+    """The voice reached its length cap on this request (voices.base.LengthCapReached)."""
+
+
 class SegmentFailed(Exception):
     """A segment kept failing after every retry."""
+
+
+class SegmentCapped(SegmentFailed):
+    """The voice reached its length cap on this segment: its audio would be cut. Not retried (the
+    same text and seed reach it again); the job re-says the text in smaller pieces (render.py).
+    The pools hand this exception itself to their callers as the segment's error."""
 
 
 class VoiceLoadFailed(Exception):
@@ -144,7 +154,7 @@ class Worker:
             raise WorkerDied(f"worker answered request {header.get('id')} when {request_id} was due")
         self.requests += 1
         if header["type"] == "error":
-            raise RequestFailed(header["message"])
+            raise (RequestCapped if header.get("capped") else RequestFailed)(header["message"])
         self.memory = header.get("memory", 0)
         self.device_memory = header.get("device_memory", 0)
         return payload, header
@@ -263,6 +273,8 @@ class Supervisor:
                 self.stats.died += 1
                 self._drop_worker(kill=True)
                 continue
+            except RequestCapped as error:
+                raise SegmentCapped(str(error)) from None
             except RequestFailed as error:
                 reasons.append(str(error))
                 continue
@@ -293,8 +305,9 @@ class Supervisor:
 
         `take()` returns the next `(item, text, seed)` or `(item, text, seed, lang)`, or None when there is no more work; it is
         called only when a request slot is free. `give(item, pcm, seconds, details, error)` gets
-        each result (pcm None and error set for a segment that failed after its retries), in
-        completion order, in this thread. The guarantees of `synthesize` hold:
+        each result (pcm None and error set for a segment that failed after its retries: a str,
+        or a SegmentCapped at once for one that reached the voice's length cap), in completion
+        order, in this thread. The guarantees of `synthesize` hold:
 
         - a request that fails in a live worker is retried (on that worker) up to `retries` times;
         - if the worker dies or times out with one request in flight, that request is charged an
@@ -356,6 +369,10 @@ class Supervisor:
                 except WorkerDied as error:
                     worker = self._after_death(error, flight, pending, give)
                     draining = False
+                    continue
+                except RequestCapped as error:
+                    flight.popleft()
+                    give(job.item, None, 0.0, None, SegmentCapped(str(error)))
                     continue
                 except RequestFailed as error:
                     flight.popleft()

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .generate import length_bounds
+from .generate import length_bounds, speech_token_cap
 from .llm import SPEECH_TOKEN_SIZE, CosyVoice3LM
 from .sampling import sample_token
 
@@ -149,6 +149,7 @@ def generate_speech_tokens_batched(
     min_token_text_ratio: float = 2,
     max_token_text_ratio: float = 20,
     max_tokens: int | None = None,
+    min_cap: int = 0,
     on_logp: Callable[[int, torch.Tensor], None] | None = None,
 ) -> list[list[int]]:
     """Speech tokens for each request (in order), decoded together; the same loop, bounds and
@@ -156,9 +157,8 @@ def generate_speech_tokens_batched(
     generator seeded with requests[b].seed. `on_logp(b, logp)` sees every vector row b samples from."""
     rows = []
     for i, r in enumerate(requests):
-        lo, hi = length_bounds(len(r.text_ids), min_token_text_ratio, max_token_text_ratio)
-        if max_tokens is not None:
-            hi = min(hi, max_tokens)
+        lo = length_bounds(len(r.text_ids), min_token_text_ratio)[0]
+        hi = speech_token_cap(len(r.text_ids), max_token_text_ratio, min_cap, max_tokens)  # a row this long was cut
         rows.append(_Row(i, torch.Generator(device="cpu").manual_seed(int(r.seed)), lo, hi))
     live = [row for row in rows if row.max_len > 0]  # the solo loop does not even run the prompt
     if not live:

@@ -33,7 +33,7 @@ import torch
 
 import epub2audio
 from epub2audio.errors import InputError
-from epub2audio.voices.base import VoiceInfo
+from epub2audio.voices.base import LengthCapReached, VoiceInfo
 
 from . import frontend
 from .backends import SpeechLM, build_llm, describe_pipeline, torch_module_precision
@@ -41,7 +41,7 @@ from .checkpoint import load_checkpoint
 from .devices import Placement, describe_devices, exact_fp32_on_cuda, place_stages
 from .flow import load_flow
 from .flow_fast import flow_precision as flow_precision_of
-from .generate import filter_silent_tokens, generate_speech_tokens
+from .generate import LENGTH_CAPS, LengthCap, filter_silent_tokens, generate_speech_tokens, speech_token_cap
 from .hift import load_hift, set_hift_dtype
 from .profile import Profile, load_profile
 from .vocab import check_text_ids
@@ -75,6 +75,7 @@ class CosyVoice3Voice:
     hift: torch.nn.Module
     profile: Profile
     max_tokens_per_segment: int | None = DEFAULT_MAX_TOKENS_PER_SEGMENT
+    length_cap: LengthCap = LENGTH_CAPS["upstream"]
     row_of_id: torch.Tensor | None = None  # a compressed folder's kept text ids (vocab.py)
     vocab: str = ""
 
@@ -94,6 +95,7 @@ class CosyVoice3Voice:
         device_llm: str | None = None,
         device_flow: str | None = None,
         device_hift: str | None = None,
+        length_cap: str = "upstream",
     ) -> "CosyVoice3Voice":
         """Load weights (memory-mapped) and a saved profile. Needs no ONNX model.
 
@@ -108,7 +110,13 @@ class CosyVoice3Voice:
         device, device_llm/_flow/_hift: where the stages run; see devices.py.
         threads: intra-op threads of the ONNX sessions (default: torch's current count, which
         the worker sets to its budget).
+        length_cap: "upstream" (the default: 20 speech tokens per text token, and the audio stops
+        there, exactly as upstream) or "tight" (what a job uses: max(12 per text token, 2 s), and
+        reaching it, or `max_tokens_per_segment`, raises LengthCapReached so that the job re-splits
+        the text instead of keeping cut audio); see generate.LENGTH_CAPS for why.
         """
+        if length_cap not in LENGTH_CAPS:
+            raise ValueError(f"length cap must be one of {', '.join(LENGTH_CAPS)}; got {length_cap!r}")
         ckpt = load_checkpoint(model_dir)
         profile = load_profile(profile_dir)
         if profile.model_id not in (ckpt.model_id, ckpt.source_model_id):
@@ -199,19 +207,30 @@ class CosyVoice3Voice:
         )
         return cls(
             info=info, tokenizer=tokenizer, llm=llm, flow=flow, hift=hift, profile=profile,
-            max_tokens_per_segment=max_tokens_per_segment, row_of_id=row_of_id,
+            max_tokens_per_segment=max_tokens_per_segment, length_cap=LENGTH_CAPS[length_cap], row_of_id=row_of_id,
             vocab=",".join(ckpt.compressed["options"]["vocab"]) if ckpt.compressed else "",
         )  # fmt: skip
 
     # -- stages, separately callable for tests
 
     def speech_tokens(self, text: str, seed: int) -> list[int]:
-        """LLM stage: speech tokens for `text` (silence runs capped), all randomness from `seed`."""
+        """LLM stage: speech tokens for `text` (silence runs capped), all randomness from `seed`.
+        Raises LengthCapReached where the cap would cut the speech and `length_cap.resplit` is set."""
+        tokens, cap = self.decode(text, seed)
+        if cap and len(tokens) == cap and self.length_cap.resplit:
+            raise LengthCapReached(f"the speech reached the length cap of {cap} speech tokens "
+                                   f"({cap / 25:.1f} s) before the end of the text")
+        return filter_silent_tokens(tokens)
+
+    def decode(self, text: str, seed: int) -> tuple[list[int], int]:
+        """The LLM's raw speech tokens for `text` and the cap they ran under: exactly `cap` tokens
+        means the loop stopped at the cap, not at a stop token (the speech was cut)."""
         text_ids = self.tokenizer.encode(text)
         if not text_ids:
-            return []
+            return [], 0
         # a compressed vocabulary refuses the segment rather than read a row it left out
         check_text_ids(self.row_of_id, text_ids, self.tokenizer, self.vocab)
+        cap = self.length_cap
         generator = torch.Generator(device="cpu").manual_seed(int(seed))
         with torch.inference_mode():
             tokens = generate_speech_tokens(
@@ -220,9 +239,11 @@ class CosyVoice3Voice:
                 self.profile.prompt_text_ids.tolist(),
                 self.profile.speech_tokens.tolist(),
                 generator,
+                max_token_text_ratio=cap.max_token_text_ratio,
+                min_cap=cap.min_cap,
                 max_tokens=self.max_tokens_per_segment,
             )
-        return filter_silent_tokens(tokens)
+        return tokens, speech_token_cap(len(text_ids), cap.max_token_text_ratio, cap.min_cap, self.max_tokens_per_segment)
 
     def render(self, tokens: list[int]) -> torch.Tensor:
         """Flow + HiFT: speech tokens -> float waveform [1, 480 * 2 * len(tokens)] on the CPU
