@@ -80,7 +80,9 @@ def main() -> int:
     for (outcome, kind), n in sorted(counts.items(), key=lambda kv: (order.get(kv[0][0], 9), -kv[1])):
         label = {"ok": "exit 0", "refused": "exit 2"}.get(outcome, outcome)
         print(f"  {n:>8}  {label:<16} {kind}")
-    if failures:
+    if not failures:
+        print("\nFailures: none (no crash, no hang, no generator error)")
+    else:
         failed = [r for results in failures.values() for r in results]
         print(f"\nFailures: {len(failed)} in {len(failures)} classes")
         print(failure_report(args.seed, failed, EXAMPLES_PER_CLASS))
