@@ -42,10 +42,12 @@ VARIANTS = {  # name: compress options
     "int8 tables8+half": {"llm": "int8", "tables": "int8", "flow": "bf16", "hift": "fp16"},
     "int4+half": {"llm": "int4", "flow": "bf16", "hift": "fp16"},
 }
-LLM_VARIANTS = {  # name: compress options for --only llm
-    "int8": {"llm": "int8"},
+LLM_VARIANTS = {  # name: compress options for --only llm ("dense": torch fp32 on the dequantised weights,
+    "int8": {"llm": "int8"},  # what the ONNX / MLX paths compute, without torch int8's activation rounding)
     "int8 tables8": {"llm": "int8", "tables": "int8"},
     "int4": {"llm": "int4"},
+    "int8 dense": {"llm": "int8", "dense": True},
+    "int8 tables8 dense": {"llm": "int8", "tables": "int8", "dense": True},
 }
 STEPS = 40
 PROMPT_TEXT = "The quick brown fox."
@@ -182,20 +184,23 @@ def measure_llm(model: str, stored: str, options: str, out: str) -> None:
     from epub2audio.voices.cosyvoice3.frontend import load_text_tokenizer
 
     torch.set_num_threads(2)
+    options = json.loads(options)
     source = llm_checkpoint(Path(model))
     if stored == "-":
         lm = build_torch_llm(source.qwen_config, dict(source.llm_state_dict), "fp32")
     else:
-        options = json.loads(options)
         source.llm_state_dict = cz._load_safetensors(Path(stored))[0]
         source.compressed = {"options": {**options, "tables": cz.tables_for(options["llm"], options.get("tables"))}}
-        lm = cz.build_llm_from_folder(source, "torch", "fp32")
+        if options.get("dense"):
+            lm = build_torch_llm(source.qwen_config, cz.dequantized_llm_state_dict(source.llm_state_dict), "fp32")
+        else:
+            lm = cz.build_llm_from_folder(source, "torch", "fp32")
     text_ids, speech_tokens, _, _ = bench_prompt()
     tokenizer = load_text_tokenizer(source.paths.blank_en)
     step = lm.start_decoding(text_ids.tolist() + tokenizer.encode(PROMPT_TEXT), speech_tokens.tolist())
     logps = [step(None)] + [step(tok) for tok in fed_tokens()]
     np.save(out, torch.stack(logps).float().numpy())
-    print(json.dumps({"backend": lm.backend, "precision": lm.precision}))
+    print(json.dumps({"backend": lm.backend, "precision": lm.precision + (" dequantised" if options.get("dense") else "")}))
 
 
 def llm_only(work: Path) -> None:
@@ -208,7 +213,7 @@ def llm_only(work: Path) -> None:
         print(f"wrote the full-size llm.pt in {time.perf_counter() - t:.0f} s", flush=True)
     runs = {"fp32 (llm.pt)": ("-", {})}
     for name, options in LLM_VARIANTS.items():
-        stored = work / f"llm {name}.safetensors"
+        stored = work / f"llm {name.removesuffix(' dense')}.safetensors"
         if not stored.exists():
             t = time.perf_counter()
             tmp = stored.with_name(stored.name + ".tmp")  # a fresh process each: llm.pt's pages are let go
