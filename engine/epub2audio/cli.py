@@ -208,6 +208,9 @@ def model_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", type=Path, required=True, help="the new folder (must not exist)")
     c.add_argument("--llm", choices=("fp32", "bf16", "int8", "int4"), default="int8",
                    help="LLM layers (default int8); the embeddings and heads stay at 8 bits or more")
+    c.add_argument("--tables", choices=("fp32", "int8"), default=None,
+                   help="the text and speech embeddings and the speech head with --llm int8: fp32 (default; the "
+                        "runtime int8 LLM exactly) or int8 with a scale per row (0.4 GB less); int4 always stores them int8")
     c.add_argument("--flow", choices=("fp32", "fp16", "bf16"), default="fp32", help="flow weights (default fp32)")
     c.add_argument("--hift", choices=("fp32", "fp16"), default="fp32", help="vocoder weights (default fp32)")
     c.add_argument("--vocab", nargs="+", default=["all"], metavar="LANG",
@@ -222,7 +225,7 @@ def model_parser() -> argparse.ArgumentParser:
 def run_model(args: argparse.Namespace) -> int:
     from .voices.catalog import compress_model
 
-    result = compress_model(args.model_dir, args.out, llm=args.llm, flow=args.flow, hift=args.hift,
+    result = compress_model(args.model_dir, args.out, llm=args.llm, tables=args.tables, flow=args.flow, hift=args.hift,
                             vocab=args.vocab, prompt_parts=args.prompt_parts)
     sizes = result["sizes"]
     parts = ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in sorted(sizes.items()) if name.endswith(".safetensors"))

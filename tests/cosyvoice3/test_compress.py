@@ -58,7 +58,7 @@ def test_folder_layout_manifest_and_identity(tiny_model_dir, tmp_path):
     manifest = json.loads((out / "compressed.json").read_text())
     source = ck.load_checkpoint(tiny_model_dir)
     assert manifest["source_model_id"] == source.model_id
-    assert manifest["options"] == {"llm": "int8", "flow": "bf16", "hift": "fp16", "vocab": ["en"], "prompt_parts": "drop"}
+    assert manifest["options"] == {"llm": "int8", "tables": "fp32", "flow": "bf16", "hift": "fp16", "vocab": ["en"], "prompt_parts": "drop"}
     assert manifest["tool"].startswith("epub2audio ")
     loaded = ck.load_checkpoint(out)
     assert loaded.model_id.startswith("cosyvoice3-z") and loaded.model_id != source.model_id
@@ -75,6 +75,10 @@ def test_refuses_an_existing_target_and_leaves_no_temp_folder(tiny_model_dir, tm
         cz.compress_folder(tiny_model_dir, tmp_path / "taken")
     with pytest.raises(InputError, match="--llm"):
         cz.compress_folder(tiny_model_dir, tmp_path / "new", llm="int3")
+    with pytest.raises(InputError, match="--tables int8: with --llm bf16 the tables are stored at bf16"):
+        cz.compress_folder(tiny_model_dir, tmp_path / "new", llm="bf16", tables="int8")
+    with pytest.raises(InputError, match="--tables fp32: with --llm int4 the tables are stored at int8"):
+        cz.compress_folder(tiny_model_dir, tmp_path / "new", llm="int4", tables="fp32")
     with pytest.raises(InputError, match="word list"):
         cz.compress_folder(tiny_model_dir, tmp_path / "new", vocab=("xx",), words={})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
@@ -102,6 +106,62 @@ def test_int4_keeps_tables_at_8_bits_and_stays_close(tiny_model_dir, tmp_path, t
     w = torch.randn(8, 64)
     packed, scale = cz.quantize_int4_groups(w)
     assert (cz.dequantize_int4_groups(packed, scale) - w).abs().max() <= scale.float().max() / 2 + 1e-6
+
+
+def dequantized_tables(sd: dict) -> dict:
+    """llm.pt's state with the three tables replaced by their int8-per-row round trip."""
+    out = dict(sd)
+    for key in cz.TABLE_KEYS:
+        out[key] = cz.dequantize_int8_rows(*cz.quantize_int8_rows(sd[key]))
+    out[cz._LM_HEAD_KEY] = out[cz.EMBED_KEY]
+    return out
+
+
+def test_int8_tables_are_the_runtime_int8_on_8_bit_tables_and_stay_near_int8(tiny_model_dir, tmp_path, tokenizer):
+    source = ck.load_checkpoint(tiny_model_dir)
+    reference = logp(build_torch_llm(source.qwen_config, dict(source.llm_state_dict), "fp32"), tokenizer, OUTSIDE)
+    want = logp(build_torch_llm(source.qwen_config, dequantized_tables(source.llm_state_dict), "int8"), tokenizer, OUTSIDE)
+    int8 = ck.load_checkpoint(compressed(tiny_model_dir, tmp_path / "int8", llm="int8"))
+    small = ck.load_checkpoint(compressed(tiny_model_dir, tmp_path / "tables", llm="int8", tables="int8"))
+    # stored: the projections exactly as --llm int8 stores them, the tables as int8 rows + fp32 scales
+    assert small.compressed["options"]["tables"] == "int8" and small.model_id != int8.model_id
+    assert {k: v.dtype for k, v in small.llm_state_dict.items() if k in cz.TABLE_KEYS} == dict.fromkeys(cz.TABLE_KEYS, torch.int8)
+    assert {small.llm_state_dict[k + cz.SCALE].dtype for k in cz.TABLE_KEYS} == {torch.float32}
+    assert all(torch.equal(v, small.llm_state_dict[k]) for k, v in int8.llm_state_dict.items() if k not in cz.TABLE_KEYS)
+
+    lm = cz.build_llm_from_folder(small, "auto", "fp32")  # torch int8, the text table left int8
+    assert (lm.backend, lm.precision) == ("torch", "int8")
+    assert isinstance(lm.model.qwen2.embed_tokens, cz.Int8RowEmbedding) and lm.model.qwen2.embed_tokens.weight.dtype == torch.int8
+    got = logp(lm, tokenizer, OUTSIDE)
+    assert torch.equal(got, want)  # the runtime int8 LLM on the round-tripped tables, bit for bit
+    int8_logp = logp(cz.build_llm_from_folder(int8, "torch", "fp32"), tokenizer, OUTSIDE)
+    assert not torch.equal(got, int8_logp)  # the tables really are 8-bit
+    # The bound: each step's distribution within 0.1 total variation of fp32 (the int8 bound of
+    # test_llm_mlx), and the largest log-prob error at most twice --tables fp32's (1.5x here).
+    assert (0.5 * (got.exp() - reference.exp()).abs().sum(-1)).max() < 0.1
+    assert (got - reference).abs().max() <= 2 * (int8_logp - reference).abs().max()
+
+    # ONNX runs the folder's dequantised weights (fp32): the same numbers as torch fp32 on them
+    onnx = cz.build_llm_from_folder(ck.load_checkpoint(small.paths.model_dir), "onnx", "fp32")
+    dense = build_torch_llm(source.qwen_config, cz.dequantized_llm_state_dict(ck.load_checkpoint(small.paths.model_dir).llm_state_dict), "fp32")
+    assert onnx.backend == "onnx"
+    assert (logp(onnx, tokenizer, OUTSIDE) - logp(dense, tokenizer, OUTSIDE)).abs().max() < 1e-4
+    w = torch.randn(8, 64)
+    q, scale = cz.quantize_int8_rows(w)
+    assert (cz.dequantize_int8_rows(q, scale) - w).abs().max() <= scale.max() / 2 + 1e-6
+
+
+def test_vocab_map_with_int8_tables_is_lossless_inside(tiny_model_dir, tmp_path, tokenizer):
+    full = ck.load_checkpoint(compressed(tiny_model_dir, tmp_path / "all", llm="int8", tables="int8"))
+    small = ck.load_checkpoint(compressed(tiny_model_dir, tmp_path / "en", llm="int8", tables="int8", vocab=("en",)))
+    kept = small.compressed["kept_text_ids"]
+    assert small.llm_state_dict[cz.EMBED_KEY].shape[0] == kept < len(tokenizer)
+    assert small.llm_state_dict[cz.EMBED_KEY].dtype == torch.int8
+    want = logp(cz.build_llm_from_folder(full, "torch"), tokenizer, INSIDE)
+    lm = cz.build_llm_from_folder(small, "torch")
+    assert torch.equal(logp(lm, tokenizer, INSIDE), want)  # rows quantise alone: identical, not close
+    with pytest.raises(OutsideVocabulary):
+        lm.start_decoding(tokenizer.encode(OUTSIDE), [1])
 
 
 def test_vocab_map_is_lossless_inside_and_refuses_outside(tiny_model_dir, tmp_path, tokenizer):
@@ -182,7 +242,7 @@ def test_cli_compress_runs_in_a_child_and_the_parent_never_imports_torch(tiny_mo
 import sys
 from epub2audio.cli import main
 rc = main(["model", "compress", "--model-dir", {str(tiny_model_dir)!r}, "--out", {str(out)!r}, "--llm", "int8",
-           "--flow", "fp16", "--prompt-parts", "drop"])
+           "--tables", "int8", "--flow", "fp16", "--prompt-parts", "drop"])
 rc2 = main(["model", "compress", "--model-dir", {str(tiny_model_dir)!r}, "--out", {str(out)!r}])
 print("RC", rc, rc2, "torch" in sys.modules, "onnxruntime" in sys.modules)
 """
@@ -191,7 +251,8 @@ print("RC", rc, rc2, "torch" in sys.modules, "onnxruntime" in sys.modules)
     assert proc.stdout.splitlines()[-1] == "RC 0 2 False False", proc.stderr
     assert proc.stdout.startswith(f"Wrote {out} (")
     assert proc.stderr.strip() == f"epub2audio: error: {out} already exists; choose a new --out folder"
-    assert json.loads((out / "compressed.json").read_text())["options"]["flow"] == "fp16"
+    assert {k: v for k, v in json.loads((out / "compressed.json").read_text())["options"].items() if k in ("tables", "flow")} == {
+        "tables": "int8", "flow": "fp16"}
     wav = fx.write_sine_wav(tmp_path / "anna.wav", seconds=1.2, sample_rate=24000)
     env["EPUB2AUDIO_DATA_DIR"] = str(tmp_path / "data")
     env["EPUB2AUDIO_CONFIG"] = str(tmp_path / "none.toml")

@@ -47,9 +47,9 @@ def folder_llms(folder: Path):
     return mlx_lm, dequantised, cz.build_llm_from_folder(ck.load_checkpoint(folder), "torch", "fp32")
 
 
-@pytest.mark.parametrize("llm", ["fp32", "bf16", "int8", "int4"])
-def test_mlx_runs_the_stored_weights_as_close_as_torch_does(tiny_model_dir, tmp_path, tokenizer, reference, llm):
-    lm, dequantised, torch_lm = folder_llms(compressed(tiny_model_dir, tmp_path / llm, llm=llm))
+@pytest.mark.parametrize("llm, tables", [("fp32", None), ("bf16", None), ("int8", None), ("int8", "int8"), ("int4", None)])
+def test_mlx_runs_the_stored_weights_as_close_as_torch_does(tiny_model_dir, tmp_path, tokenizer, reference, llm, tables):
+    lm, dequantised, torch_lm = folder_llms(compressed(tiny_model_dir, tmp_path / llm, llm=llm, tables=tables))
     assert (lm.backend, lm.precision, lm.recipe) == ("mlx", llm, "stored")
     got = logp(lm, tokenizer, OUTSIDE)
     # The quantised layers hold the folder's weights: equal to dense MLX on the dequantised
@@ -66,14 +66,15 @@ def test_mlx_runs_the_stored_weights_as_close_as_torch_does(tiny_model_dir, tmp_
         assert {(type(m), m.bits) for m in projections} == {(mnn.QuantizedLinear, int(llm[3:]))}
     else:
         assert {type(m) for m in projections} == {mnn.Linear}
-    # embeddings and the speech head: never under 8 bits (quantised only in an int4 folder, at 8)
-    assert set(table_bits(lm).values()) == ({8} if llm == "int4" else {16 if llm == "bf16" else 32})
+    # embeddings and the speech head: never under 8 bits (quantised only in int4 and --tables int8, at 8)
+    assert set(table_bits(lm).values()) == ({8} if cz.tables_for(llm, tables) == "int8" else {16 if llm == "bf16" else 32})
 
 
-def test_compact_vocabulary_is_lossless_inside_and_refused_outside(tiny_model_dir, tmp_path, tokenizer):
-    full = cz.build_llm_from_folder(ck.load_checkpoint(compressed(tiny_model_dir, tmp_path / "all", llm="int8")), "mlx")
+@pytest.mark.parametrize("tables", ["fp32", "int8"])
+def test_compact_vocabulary_is_lossless_inside_and_refused_outside(tiny_model_dir, tmp_path, tokenizer, tables):
+    full = cz.build_llm_from_folder(ck.load_checkpoint(compressed(tiny_model_dir, tmp_path / "all", llm="int8", tables=tables)), "mlx")
     small = cz.build_llm_from_folder(
-        ck.load_checkpoint(compressed(tiny_model_dir, tmp_path / "en", llm="int8", vocab=("en",))), "mlx")
+        ck.load_checkpoint(compressed(tiny_model_dir, tmp_path / "en", llm="int8", tables=tables, vocab=("en",))), "mlx")
     assert small.model.model.embed_tokens.weight.shape[0] < full.model.model.embed_tokens.weight.shape[0]
     assert torch.equal(logp(small, tokenizer, INSIDE), logp(full, tokenizer, INSIDE))  # identical, not close
     with pytest.raises(OutsideVocabulary):  # a left-out id never reads another row

@@ -121,11 +121,11 @@ def add_profile(name: str, wav: Path, text: str | None, model_dir: Path, max_sec
 
 
 def compress_model(model_dir: Path, out: Path, *, llm: str, flow: str, hift: str, vocab: list[str],
-                   prompt_parts: str) -> dict:
+                   prompt_parts: str, tables: str | None = None) -> dict:
     """Write a compact copy of a CosyVoice3 model folder (voices/cosyvoice3/compress.py)."""
     if not Path(model_dir).is_dir():
         raise InputError(f"{model_dir}: no such model folder")
-    request = {"model_dir": str(Path(model_dir).resolve()), "out": str(Path(out).absolute()), "llm": llm, "flow": flow,
+    request = {"model_dir": str(Path(model_dir).resolve()), "out": str(Path(out).absolute()), "llm": llm, "tables": tables, "flow": flow,
                "hift": hift, "vocab": vocab, "prompt_parts": prompt_parts}
     return _run_child("epub2audio.voices.cosyvoice3.compress", request, "compressing the model")
 

@@ -79,11 +79,15 @@ def row_map(kept: Iterable[int], vocab_size: int) -> torch.Tensor:
 
 
 class CompactEmbedding(nn.Module):
-    """Stands for the Qwen2 text embedding: `weight` holds the kept rows only."""
+    """Stands for the Qwen2 text embedding: `table` holds the kept rows only, as a float tensor
+    (`weight`) or a module that looks rows up (compress.Int8RowEmbedding: int8 tables)."""
 
-    def __init__(self, weight: torch.Tensor, row_of_id: torch.Tensor) -> None:
+    def __init__(self, table: torch.Tensor | nn.Module, row_of_id: torch.Tensor) -> None:
         super().__init__()
-        self.weight = nn.Parameter(weight, requires_grad=False)
+        if isinstance(table, nn.Module):
+            self.table = table
+        else:
+            self.weight = nn.Parameter(table, requires_grad=False)
         self.register_buffer("row_of_id", row_of_id, persistent=True)
 
     @property
@@ -95,6 +99,8 @@ class CompactEmbedding(nn.Module):
         if bool((rows < 0).any()):
             missing = sorted({int(i) for i in ids[rows < 0].reshape(-1).tolist()})
             raise OutsideVocabulary(f"token id(s) {missing[:5]} are outside this compressed model's vocabulary")
+        if hasattr(self, "table"):
+            return self.table(rows)
         return nn.functional.embedding(rows, self.weight)
 
 
