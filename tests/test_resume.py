@@ -122,9 +122,12 @@ def test_killing_the_command_mid_book_resumes_with_only_in_flight_work_redone(bo
 def test_ctrl_c_leaves_a_resumable_job_and_no_partial_m4b(book, reference, tmp_path):
     out = tmp_path / "story.m4b"
     gate = Gate(tmp_path / "gate", "Nobody spoke.")  # the 4th segment waits there until Ctrl-C
+    # A command started in the background by a non-interactive shell inherits SIGINT ignored (and
+    # so does this test's child): give it Ctrl-C back, as a terminal would have it.
     proc = subprocess.Popen([sys.executable, "-m", "epub2audio.cli", str(book), "-o", str(out),
                              "--progress", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "EPUB2AUDIO_FAULTS": gate.faults})
+                            env={**os.environ, "EPUB2AUDIO_FAULTS": gate.faults},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     for line in proc.stdout:
         if '"event": "segment"' in line:
             break
