@@ -110,26 +110,35 @@ def _workers(args: argparse.Namespace, config: dict) -> int:
     return workers
 
 
-def run_library(args: argparse.Namespace) -> int:
+def _job_options(args: argparse.Namespace, **reading):
+    """The voice, workers, policy and pool a conversion runs with, from the flags and config.toml
+    (the book command and `library` share them)."""
     from .config import load_config, worker_policy
-    from .library import convert_library, worker_pool
-    from .progress import for_mode
+    from .library import worker_pool
     from .render import ConvertOptions
     from .voices.catalog import resolve
 
-    in_dir, out_dir = args.in_dir.expanduser().resolve(), args.out_dir.expanduser().resolve()
-    for folder, what in ((in_dir, "IN_DIR"), (out_dir, "--out")):
-        if not folder.is_dir():
-            raise InputError(f"{folder}: {what} is not an existing folder")
     config = load_config()
     workers = _workers(args, config)
     voice = resolve(args.voice or config.get("voice", "joe"), config=config, model_dir=args.model_dir,
                     workers=max(1, workers), extra=_cosyvoice3_options(args, config))
     options = ConvertOptions(voice=voice.name, voice_options=voice.options, threads_per_worker=voice.threads,
                              workers=workers, policy=worker_policy(config), verify=not args.no_verify,
-                             pool=worker_pool(args.ray))
+                             pool=worker_pool(args.ray), **reading)
     if args.seed is not None:
         options.job_seed = args.seed
+    return options
+
+
+def run_library(args: argparse.Namespace) -> int:
+    from .library import convert_library
+    from .progress import for_mode
+
+    in_dir, out_dir = args.in_dir.expanduser().resolve(), args.out_dir.expanduser().resolve()
+    for folder, what in ((in_dir, "IN_DIR"), (out_dir, "--out")):
+        if not folder.is_dir():
+            raise InputError(f"{folder}: {what} is not an existing folder")
+    options = _job_options(args)
     progress = for_mode(args.progress)
     result = convert_library(in_dir, out_dir, options, progress)
     print(f"epub2audio: library: {len(result.converted)} converted, {len(result.skipped)} done already, "
@@ -317,8 +326,6 @@ def _cosyvoice3_options(args: argparse.Namespace, config: dict) -> dict:
 
 def run_convert(args: argparse.Namespace) -> int:
     from .book.epub import load_book
-    from .config import load_config, worker_policy
-    from .library import worker_pool
     from .render import ConvertOptions, convert, reading_for
 
     reading_options = ConvertOptions(
@@ -337,31 +344,17 @@ def run_convert(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.book.is_file():
         raise InputError(f"{args.book}: no such file")
-    from .voices.catalog import resolve
-
-    config = load_config()
     output = args.output or args.book.with_suffix(".m4b")
-    workers = _workers(args, config)
-    voice = resolve(args.voice or config.get("voice", "joe"), config=config, model_dir=args.model_dir,
-                    workers=max(1, workers), extra=_cosyvoice3_options(args, config))
-    options = ConvertOptions(
-        voice=voice.name,
-        voice_options=voice.options,
-        threads_per_worker=voice.threads,
+    options = _job_options(
+        args,
         chapters=parse_chapter_list(args.chapters) if args.chapters else None,
-        workers=workers,
-        policy=worker_policy(config),
         metadata=_read_metadata(args.meta),
         work_dir=args.work_dir,
-        verify=not args.no_verify,
         notes=reading_options.notes,
         say_titles=reading_options.say_titles,
         keep_front_matter=reading_options.keep_front_matter,
         lexicon=reading_options.lexicon,
-        pool=worker_pool(args.ray),
     )
-    if args.seed is not None:
-        options.job_seed = args.seed
     from .progress import for_mode
 
     convert(args.book, output, options, for_mode(args.progress))
