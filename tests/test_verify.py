@@ -124,6 +124,20 @@ def test_text_the_segmenter_dropped_is_found():
     assert drops == [("dropped", "'Mist lay on the river.'", 17)]
 
 
+def test_a_narrated_number_range_is_not_added_text():
+    """The Waste Land's notes: "367-77." is narrated "three hundred and sixty-seven to three
+    hundred and seventy-seven", four words more than the neutral reading; that is a reading, while
+    four real words that the book lacks are still found."""
+    from epub2audio.book.normalize import normalize
+
+    book = ["367-77. Cf. Hermann Hesse, Blick ins Chaos:"]
+    planned = [normalize(book[0])]
+    assert "to three hundred and seventy-seven" in planned[0]
+    assert _text_drops(book, planned) == []
+    drops = _text_drops(book, [planned[0] + " and then some more words"])
+    assert [kind for kind, _excerpt, _n in drops] == ["added"]
+
+
 # ------------------------------------------------------------------------------------------
 # Fast: the container, on a tone M4B written directly (no job, no ASR)
 

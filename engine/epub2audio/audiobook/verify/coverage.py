@@ -7,12 +7,11 @@ import difflib
 
 from .job import _Job
 from .report import Problem, SkippedText, _quote
-from .words import _alnum, normalize_words, spoken_text
+from .words import NUMBER_READING_WORDS, _alnum, normalize_words, spoken_text
 
 
 # Text coverage: a run of at least this many book words missing from the plan is a drop.
 DROP_MIN_WORDS = 1
-
 
 
 def _check_coverage(job: _Job, rows, skipped, problems, notes) -> float | None:
@@ -54,6 +53,13 @@ def _check_coverage(job: _Job, rows, skipped, problems, notes) -> float | None:
     return round(read_total / book_total, 4) if book_total else None
 
 
+def _is_number_reading(words: list[str]) -> bool:
+    """True for a run of number words and range joiners: the narrator's fuller reading of a
+    numeral ("367-77" is read "three hundred and sixty-seven to three hundred and seventy-seven",
+    where the neutral reading has no "to three hundred and")."""
+    return all(w in NUMBER_READING_WORDS for w in words)
+
+
 def _text_drops(paragraphs: list[str], planned: list[str]) -> list[tuple[str, str, int]]:
     """Runs of the book's words that the plan does not read ("dropped"), and runs of words the plan
     reads that the book does not have ("added"); a word replaced by its reading (a numeral by its
@@ -72,6 +78,6 @@ def _text_drops(paragraphs: list[str], planned: list[str]) -> list[tuple[str, st
             words = [book_words[i][0] for i in sorted(set(owner[i1:i2]))]
             letters = sum(_alnum(w) for w in a[i1:i2]) - sum(_alnum(w) for w in read[j1:j2])
             found.append(("dropped", _quote(" ".join(words), 60), letters))
-        elif tag == "insert" and read_run >= 4:
+        elif tag == "insert" and read_run >= 4 and not _is_number_reading(read[j1:j2]):
             found.append(("added", _quote(" ".join(read[j1:j2]), 60), sum(_alnum(w) for w in read[j1:j2])))
     return found

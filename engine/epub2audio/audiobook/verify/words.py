@@ -47,6 +47,15 @@ _HOMOPHONES = {"two": "to", "too": "to", "four": "for", "fore": "for", "won": "o
                "ok": "okay", "mr": "mister", "mrs": "missus", "dr": "doctor", "st": "saint"}
 
 
+# Every word num2words spells a cardinal with, plus the joiners a narrator puts in ranges and
+# decimals ("to", "oh", "point"): runs of only these are readings of numerals.
+NUMBER_READING_WORDS = frozenset(
+    "zero oh one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
+    "hundred thousand million billion trillion and to point minus".split()
+) | frozenset(_HOMOPHONES[w] for w in ("two", "four", "eight"))
+
+
 def edit_distance(ref: list[str], hyp: list[str]) -> int:
     """Word-level Levenshtein distance (substitutions + deletions + insertions)."""
     if not ref:
