@@ -72,3 +72,11 @@ def test_upstream_cap_is_upstreams_bound_and_cuts(tiny_model_dir, profile_dir):
         assert voice.speech_tokens(text, seed) == filter_silent_tokens(tokens)  # cut at the cap, never raised
     with pytest.raises(ValueError, match="length cap must be one of upstream, tight"):
         CosyVoice3Voice.load(tiny_model_dir, profile_dir, length_cap="loose")
+
+
+def test_the_length_cap_is_part_of_the_model_id(tiny_model_dir, profile_dir):
+    """Audio stored under one cap is never reused under the other: "upstream" cuts where "tight"
+    re-splits, and "tight" lets a short text run to its 2 s floor past upstream's bound."""
+    ids = {cap: CosyVoice3Voice.load(tiny_model_dir, profile_dir, llm_backend="torch", length_cap=cap).info.model_id
+           for cap in LENGTH_CAPS}
+    assert ids["tight"] == ids["upstream"] + "+cap-tight"

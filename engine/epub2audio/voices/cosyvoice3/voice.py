@@ -199,10 +199,12 @@ class CosyVoice3Voice:
             sample_rate=SAMPLE_RATE,
             backend=backend,
             precision=precision,
-            # Backend, precision and devices change the audio, so they are part of its identity: a
-            # job resumed at another precision or on another device renders new segments instead
-            # of mixing the two.
-            model_id=f"{ckpt.model_id}+profile-{_profile_digest(profile)}+{backend}:{precision}{recipe}{describe_devices(devices)}",
+            # Backend, precision, devices and the length cap change the audio, so they are part of
+            # its identity: a job resumed at another precision, on another device or under another
+            # cap (a segment cut under "upstream" is re-split under "tight") renders new segments
+            # instead of mixing the two.
+            model_id=f"{ckpt.model_id}+profile-{_profile_digest(profile)}+{backend}:{precision}{recipe}"
+                     f"{describe_devices(devices)}{'' if length_cap == 'upstream' else '+cap-' + length_cap}",
             versions=versions,
         )
         return cls(
