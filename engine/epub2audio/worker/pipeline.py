@@ -12,13 +12,11 @@ rule, PCM conversion) stays in the voice, and the output is the one sequential r
 
 - every segment draws only from its own generator, seeded from its own seed, so the order in
   which stages run cannot leak into the bytes;
-- each stage runs at the worker's thread count T, as it does sequentially. This matters: the
-  render stage's output depends on the intra-op thread count. The same tokens rendered at 1 and
-  at 2 threads differ by up to 1.5e-7 in the float waveform (full-size random weights) and give
-  different int16 PCM (bench/pipeline.py: seq T=1 and seq T=2 digests differ); on the tiny test
-  model the flow's mel was bit-identical and HiFT's waveform was not (8e-8). The LLM logits were
-  bit-identical at 1 and 2 threads. So a pipelined worker does NOT split T between its stages: it
-  occupies up to 2T cores, and gives the same bytes as a sequential worker at T.
+- each stage runs at the worker's thread count T, as it does sequentially. (When this was
+  written, the render stage's bytes depended on T: HiFT's STFTs split their reductions across
+  threads. hift.py now runs those few ops on one thread, and a segment's bytes are the same at any
+  T (tests/cosyvoice3/test_voice.py), so T is a pure speed setting here too.) A pipelined worker
+  occupies up to 2T cores.
   (`torch.set_num_threads` with the OpenMP backend sets the calling thread's team size, so
   each stage thread keeps its own T; both stage threads set it explicitly.)
 - the LLM runs only on the thread that loaded it, never concurrently with itself: an MLX model is
@@ -31,7 +29,7 @@ variants ran interleaved, two rounds; seconds for the 3 segments, ratio to seq T
                       round 1 (load 2-3)   round 2 (load 1.1-1.7)   PCM
     seq  T=1          111 s   1.00         105 s   1.00             = reference
     pipe T=1 (depth 2)105 s   0.94          89 s   0.85             = seq T=1, byte for byte
-    seq  T=2          180 s   1.62          65 s   0.62             differs (thread count)
+    seq  T=2          180 s   1.62          65 s   0.62             differed (HiFT, since fixed)
     2 segments x T=1   73 s   0.65          69 s   0.65             = seq T=1
 
     stages at T=1, per 3 segments: LLM 23-29 s, render (flow + HiFT) 82 s
