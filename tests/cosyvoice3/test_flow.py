@@ -438,3 +438,44 @@ def test_deterministic_and_leaves_global_rng_alone(tiny_flow):
     b = tiny_flow.inference(**inp)
     assert torch.equal(torch.get_rng_state(), state)
     assert a.numpy().tobytes() == b.numpy().tobytes()
+
+
+def _upstream_order_dit(dit: DiT, x, mu, t, spks, cond) -> torch.Tensor:
+    """DiT.forward as upstream writes it: every op out of place, RoPE by concatenation."""
+    x, mu, cond = x.transpose(1, 2), mu.transpose(1, 2), cond.transpose(1, 2)
+    t_emb = dit.time_embed(t)
+    h = dit.input_embed(x, cond, mu, spks)
+    rope = dit.rotary_embed(h.shape[1])
+    for block in dit.transformer_blocks:
+        shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = block.attn_norm(t_emb)
+        a, B, T = block.attn, h.shape[0], h.shape[1]
+        z = layer_norm(h) * (1 + scale_msa[:, None]) + shift_msa[:, None]
+        q, k, v = apply_rope(a.to_q(z), rope), apply_rope(a.to_k(z), rope), a.to_v(z)
+        q, k, v = (w.view(B, T, a.heads, -1).transpose(1, 2) for w in (q, k, v))
+        attended = a.to_out[0](F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(B, T, -1))
+        h = h + gate_msa.unsqueeze(1) * attended
+        z = layer_norm(h) * (1 + scale_mlp[:, None]) + shift_mlp[:, None]
+        h = h + gate_mlp.unsqueeze(1) * block.ff(z)
+    scale, shift = dit.norm_out(t_emb)
+    return dit.proj_out(layer_norm(h) * (1 + scale)[:, None, :] + shift[:, None, :]).transpose(1, 2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_in_place_blocks_give_upstreams_bytes(tiny_sd, dtype):
+    """The DiT updates its residual stream and RoPE's head 0 in place (fewer allocations): the bytes
+    are those of upstream's out-of-place ops, and a block called alone leaves its input alone."""
+    from epub2audio.voices.cosyvoice3.flow import set_flow_dtype
+
+    dit = set_flow_dtype(load_flow(dict(tiny_sd)), dtype).decoder.estimator
+    g = torch.Generator().manual_seed(5)
+    T = 57
+    x, mu, cond = (torch.randn(2, 80, T, generator=g).to(dtype) for _ in range(3))
+    spks, t = torch.randn(2, 80, generator=g).to(dtype), torch.tensor([0.3, 0.3])
+    with torch.inference_mode():
+        got = dit(x, mu, t, spks, cond)
+        want = _upstream_order_dit(dit, x, mu, t, spks, cond)
+        assert got.dtype == dtype and torch.equal(got, want)
+        h = torch.randn(2, T, dit.transformer_blocks[0].attn.to_q.in_features, generator=g).to(dtype)
+        before = h.clone()
+        dit.transformer_blocks[0](h, dit.time_embed(t), dit.rotary_embed(T))
+        assert torch.equal(h, before)

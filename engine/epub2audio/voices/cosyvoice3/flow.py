@@ -170,15 +170,25 @@ def rotate_pairs(x: torch.Tensor) -> torch.Tensor:
     return torch.stack((-b, a), dim=-1).flatten(-2)
 
 
-def apply_rope(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
-    """Rotate the first ``freqs.shape[-1]`` channels of x [B, T, heads*dim_head]; keep the rest.
+def rotated_head0(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
+    """The first ``freqs.shape[-1]`` channels of x [B, T, heads*dim_head], rotated. Applied before
+    the head split, these are head 0's: the other heads get no rotation (upstream quirk)."""
+    rot = x[..., : freqs.shape[-1]]
+    return rot * freqs.cos() + rotate_pairs(rot) * freqs.sin()  # freqs stay fp32 (see set_flow_dtype)
 
-    Called before the head split, so only head 0 is rotated (upstream quirk).
-    """
-    n = freqs.shape[-1]
-    rot, rest = x[..., :n], x[..., n:]
-    rot = rot * freqs.cos() + rotate_pairs(rot) * freqs.sin()  # freqs stay fp32 (see set_flow_dtype)
-    return torch.cat((rot.to(x.dtype), rest), dim=-1)
+
+def apply_rope(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
+    """x with head 0 rotated (a new tensor)."""
+    return torch.cat((rotated_head0(x, freqs).to(x.dtype), x[..., freqs.shape[-1] :]), dim=-1)
+
+
+def apply_rope_(x: torch.Tensor, freqs: torch.Tensor) -> torch.Tensor:
+    """apply_rope() into x itself (a projection's fresh output): the same values without copying
+    the other heads through a concatenation. The ONNX exporter gets the concatenation."""
+    if torch.onnx.is_in_onnx_export():
+        return apply_rope(x, freqs)
+    x[..., : freqs.shape[-1]] = rotated_head0(x, freqs)  # cast to x's dtype on assignment
+    return x
 
 
 class Attention(nn.Module):
@@ -193,8 +203,8 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
-        q = apply_rope(self.to_q(x), rope)
-        k = apply_rope(self.to_k(x), rope)
+        q = apply_rope_(self.to_q(x), rope)
+        k = apply_rope_(self.to_k(x), rope)
         v = self.to_v(x)
         q, k, v = (z.view(B, T, self.heads, -1).transpose(1, 2) for z in (q, k, v))
         # Non-streaming batch-1 mask is all true: no mask at all gives bit-identical results.
@@ -238,11 +248,17 @@ class DiTBlock(nn.Module):
         self.ff = FeedForward(dim, ff_mult)
 
     def forward(self, x: torch.Tensor, t_emb: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
+        return self.update_(x.clone(), t_emb, rope)
+
+    def update_(self, x: torch.Tensor, t_emb: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
+        """forward(), adding into x itself (DiT.forward owns its residual stream). The in-place ops
+        do upstream's arithmetic, element for element; they only save the allocations and
+        first-touch page faults of four fresh [B, T, dim] tensors per block."""
         shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.attn_norm(t_emb)
-        h = layer_norm(x) * (1 + scale_msa[:, None]) + shift_msa[:, None]
-        x = x + gate_msa.unsqueeze(1) * self.attn(h, rope)
-        h = layer_norm(x) * (1 + scale_mlp[:, None]) + shift_mlp[:, None]
-        return x + gate_mlp.unsqueeze(1) * self.ff(h)
+        h = layer_norm(x).mul_(1 + scale_msa[:, None]).add_(shift_msa[:, None])
+        x.add_(self.attn(h, rope).mul_(gate_msa.unsqueeze(1)))
+        h = layer_norm(x).mul_(1 + scale_mlp[:, None]).add_(shift_mlp[:, None])
+        return x.add_(self.ff(h).mul_(gate_mlp.unsqueeze(1)))
 
 
 class DiT(nn.Module):
@@ -265,7 +281,7 @@ class DiT(nn.Module):
         h = self.input_embed(x, cond, mu, spks)
         rope = self.rotary_embed(h.shape[1])
         for block in self.transformer_blocks:
-            h = block(h, t_emb, rope)
+            h = block.update_(h, t_emb, rope)  # h is input_embed's fresh output: ours to update
         scale, shift = self.norm_out(t_emb)  # final norm: scale first, then shift
         h = layer_norm(h) * (1 + scale)[:, None, :] + shift[:, None, :]
         return self.proj_out(h).transpose(1, 2)
