@@ -305,3 +305,44 @@ def test_weights_are_memory_mapped_and_adopted_not_copied(tiny_model_dir, tmp_pa
     assert {mapped_file(p.data_ptr()) for p in voice.flow.parameters()} == {str(folder / "flow.safetensors")}
     assert {mapped_file(p.data_ptr()) for p in voice.llm.model.parameters() if p.numel() >= 1 << 16} == {
         str(folder / "llm.safetensors")}
+
+
+def _resident_of(path: Path) -> int:
+    """Bytes of `path`'s mappings resident in this process (smaps Rss)."""
+    total, current = 0, None
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if "-" in fields[0] and len(fields) >= 5 and fields[0][0] in "0123456789abcdef" and ":" in fields[3]:
+            current = fields[5] if len(fields) > 5 else None
+        elif fields[0] == "Rss:" and current == str(path):
+            total += int(fields[1]) * 1024
+    return total
+
+
+def _linux_at_least(major: int, minor: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    numbers = [int(n) for n in os.uname().release.split("-")[0].split(".")[:2]]
+    return tuple(numbers) >= (major, minor)
+
+
+@pytest.mark.skipif(not _linux_at_least(5, 4), reason="MADV_PAGEOUT came with Linux 5.4")
+def test_packed_weights_file_pages_are_given_back_and_values_kept(tmp_path):
+    """After packing, a stored int8 projection's file pages are handed back to the kernel (they
+    would count as private memory beside the packed copy); the tensor still reads the same values,
+    from the file, and an in-memory tensor is never zeroed by it."""
+    from safetensors.torch import load_file, save_file
+
+    weight = torch.randint(-127, 128, (2048, 1024), dtype=torch.int8, generator=torch.Generator().manual_seed(0))
+    path = tmp_path / "w.safetensors"
+    save_file({"w": weight}, str(path))
+    mapped = load_file(str(path))["w"]
+    assert torch.equal(mapped, weight)  # reads every page
+    before = _resident_of(path)
+    assert before >= 1 << 20
+    cz._page_out(mapped)
+    assert _resident_of(path) < before // 4
+    assert torch.equal(mapped, weight)
+    in_memory = weight.clone()
+    cz._page_out(in_memory)
+    assert torch.equal(in_memory, weight)

@@ -467,7 +467,31 @@ def _build_stored_torch_llm(qwen_config: dict, stored: dict) -> CosyVoice3LM:
         q = nnqd.Linear(linear.in_features, linear.out_features, bias_=linear.bias is not None, dtype=torch.qint8)
         q.set_weight_bias(int8_channels_qtensor(stored[key], stored[key + SCALE]), linear.bias)
         setattr(parent, child, q)
+        _page_out(stored[key])  # packed above: its file pages are only a second copy now
     return model.eval()
+
+
+def _page_out(tensor: torch.Tensor) -> None:
+    """Ask Linux to reclaim the pages under `tensor` (madvise MADV_PAGEOUT, Linux >= 5.4).
+
+    The stored int8 projections are memory-mapped from llm.safetensors; packing them for torch's
+    int8 matmul reads every page, and the file mapping stays open for the tables, so those pages
+    would stay counted as this process's private memory (0.43 GB at full size) beside the packed
+    copy. Clean file pages are simply dropped (read again from the file if ever touched), and
+    anonymous ones would go to swap, never lost, so this is safe whatever backs the tensor.
+    Anywhere else (or on failure) it does nothing."""
+    if not sys.platform.startswith("linux") or tensor.numel() == 0:
+        return
+    import ctypes
+    import mmap
+
+    page = mmap.PAGESIZE
+    start = tensor.data_ptr()
+    end = start + tensor.numel() * tensor.element_size()
+    first, last = -(-start // page) * page, end // page * page  # whole pages inside the tensor only
+    if last > first:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), 21)  # 21 = MADV_PAGEOUT
 
 
 def _text_table(stored: dict) -> nn.Module:
