@@ -286,6 +286,22 @@ class OurLLMRun:
         return logp
 
 
+def stage_round(run, arg, outputs: dict):
+    """A run_round for timed_rounds: each named variant runs `run(name, arg)` once, timed; its
+    first output is kept in `outputs` (the equality checks use the first round's)."""
+
+    def one_round(order):
+        seconds = {}
+        for name in order:
+            t0 = time.perf_counter()
+            out = run(name, arg)
+            seconds[name] = time.perf_counter() - t0
+            outputs.setdefault(name, out)
+        return seconds
+
+    return one_round
+
+
 def timed_rounds(names: list[str], run_round, rounds: int) -> dict[str, list[float]]:
     """run_round(order) -> {name: seconds}; ABBA order over rounds."""
     times: dict[str, list[float]] = {n: [] for n in names}
@@ -407,30 +423,13 @@ def bench_flow_hift(args, n_tokens: int, work: Path, threads: int) -> tuple[dict
     log(f"flow timing: {args.prompt_tokens} prompt + {n_tokens} tokens = {2 * (args.prompt_tokens + n_tokens)} mel frames")
     mels: dict[str, torch.Tensor] = {}
 
-    def flow_round(order):
-        t = {}
-        for n in order:
-            t0 = time.perf_counter()
-            mel = run_flow(n, inp)
-            t[n] = time.perf_counter() - t0
-            mels.setdefault(n, mel)  # equality from the first round
-        return t
-
-    flow_t = timed_rounds(list(flows), flow_round, args.rounds)
+    flow_t = timed_rounds(list(flows), stage_round(run_flow, inp, mels), args.rounds)
     mel_up, mel_ours = mels["upstream"], mels["ours"]
     log(f"HiFT timing: {mel_ours.shape[2]} mel frames ({mel_ours.shape[2] / 50:g} s) of our flow's mel")
     waves: dict[str, torch.Tensor] = {}
 
-    def hift_round(order):
-        t = {}
-        for n in order:
-            t0 = time.perf_counter()
-            wave = run_hift(n, mel_ours)
-            t[n] = time.perf_counter() - t0
-            waves.setdefault(n, wave)
-        return t
 
-    hift_t = timed_rounds(list(hifts), hift_round, args.rounds)
+    hift_t = timed_rounds(list(hifts), stage_round(run_hift, mel_ours, waves), args.rounds)
     wav_up, wav_ours = waves["upstream"], waves["ours"]
     n_wav = min(wav_up.shape[-1], wav_ours.shape[-1])
     eq = {
