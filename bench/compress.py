@@ -20,6 +20,12 @@ LLM_VARIANTS (compress.py's own code, llm.safetensors), and reports the file's s
 deviation of its torch LLM (as `model compress` folders run it) from llm.pt's fp32 LLM over the same
 prompt and 41 steps as above: max and mean |log-prob difference|, KL(fp32 || variant) per step,
 total variation per step, and how often the most likely token differs.
+
+    PYTHONPATH=engine:. python bench/compress.py --only load [--rounds 5] [--work DIR]
+
+Load time alone, for the load goal: the same folders, each loaded by a fresh real worker in
+interleaved rounds (fp32, variant, fp32, ...), the worker's own meter of the load; the median per
+folder and its ratio to the fp32 folder's median.
 """
 
 from __future__ import annotations
@@ -252,10 +258,28 @@ def llm_only(work: Path) -> None:
         print("  ".join(str(c).ljust(w) for c, w in zip(row, width)))
 
 
+def load_rounds(folders: dict, profile: Path, rounds: int) -> None:
+    """Each folder loaded by a fresh worker once per round, folders interleaved; medians and ratios."""
+    import statistics
+
+    seconds: dict[str, list[float]] = {name: [] for name in folders}
+    for i in range(rounds):
+        for name, folder in folders.items():
+            seconds[name].append(worker_load(str(folder), str(profile))["seconds"])
+        print(f"round {i + 1}: " + ", ".join(f"{n} {s[-1]:.2f} s" for n, s in seconds.items()), flush=True)
+    base = statistics.median(seconds["fp32 (official)"])
+    for name, values in seconds.items():
+        median = statistics.median(values)
+        print(f"{name:20s} load median {median:.2f} s ({median / base:.2f}x)  "
+              f"min {min(values):.2f}  max {max(values):.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", type=Path)
-    ap.add_argument("--only", choices=("llm",), help="the LLM alone: its disk and deviation per LLM_VARIANTS")
+    ap.add_argument("--only", choices=("llm", "load"),
+                    help="llm: the LLM alone, its disk and deviation per LLM_VARIANTS; load: load time alone")
+    ap.add_argument("--rounds", type=int, default=5, help="--only load: interleaved rounds")
     ap.add_argument("--measure", nargs=3)
     ap.add_argument("--measure-llm", nargs=4)
     ap.add_argument("--store-llm", nargs=3)
@@ -285,6 +309,8 @@ def main() -> None:
             subprocess.run([sys.executable, "-c", code], check=True)
             print(f"compressed {name} in {time.perf_counter() - t:.0f} s", flush=True)
         folders[name] = dst
+    if args.only == "load":
+        return load_rounds(folders, work / "profile", args.rounds)
     results = {}
     for name, folder in folders.items():
         load = worker_load(str(folder), str(work / "profile"))

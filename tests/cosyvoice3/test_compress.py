@@ -228,6 +228,24 @@ print("OPENED_MODEL_FILES", sorted({{p.rsplit("/", 1)[-1] for p in opened if p.s
     assert "llm.safetensors" in opened and "flow.safetensors" in opened and "hift.safetensors" in opened
 
 
+@pytest.mark.slow
+def test_loading_a_voice_never_imports_torch_dynamo(tiny_model_dir, tmp_path, profile_dir):
+    """Building the stages on the meta device used to run torch.nn.init there, and a meta normal_
+    (or a meta norm, or a meta division) imports torch._dynamo: 0.8 s or more of every worker start."""
+    folder = compressed(tiny_model_dir, tmp_path / "small", llm="int8", tables="int8", flow="bf16", hift="fp16")
+    code = f"""
+import sys
+from epub2audio.voices.cosyvoice3.voice import CosyVoice3Voice
+for model in ({str(tiny_model_dir)!r}, {str(folder)!r}):
+    voice = CosyVoice3Voice.load(model, {str(profile_dir)!r}, llm_backend="torch", max_tokens_per_segment=20)
+    print(voice.info.precision, "torch._dynamo" in sys.modules)
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == ["fp32 False", "llm=int8,flow=bf16,hift=fp16 False"]
+
+
 def test_voice_add_on_a_folder_without_prompt_parts_says_so(tiny_model_dir, tmp_path):
     folder = compressed(tiny_model_dir, tmp_path / "small", llm="bf16", prompt_parts="drop")
     wav = fx.write_sine_wav(tmp_path / "anna.wav", seconds=1.2, sample_rate=24000)

@@ -51,6 +51,7 @@ import torch
 import yaml
 
 from epub2audio.errors import InputError
+from . import meta
 
 SAMPLE_RATE = 24000
 SPEECH_TOKEN_SIZE = 6561
@@ -341,8 +342,8 @@ def _check_llm(sd: dict, qwen_config: dict, recipe: Mapping[str, Any]) -> None:
     )
 
 
-def _meta_shapes(module_factory) -> dict[str, tuple[int, ...]]:
-    with torch.device("meta"):
+def _meta_shapes(module_factory, device: str = "meta") -> dict[str, tuple[int, ...]]:
+    with meta.shell(device):
         m = module_factory()
     return {k: tuple(v.shape) for k, v in m.state_dict().items()}
 
@@ -384,7 +385,7 @@ def _check_hift(sd: dict, recipe: Mapping[str, Any]) -> dict:
         args = hift_mod.HiFTArgs.from_state_dict(sd)
     except (KeyError, IndexError, ValueError, ZeroDivisionError) as e:
         raise InputError(f"hift.pt is not a CosyVoice3 HiFT state dict (cannot read {e})") from None
-    _compare("hift.pt", sd, _meta_shapes(lambda: hift_mod.HiFT(args)), "HiFT vocoder")
+    _compare("hift.pt", sd, _meta_shapes(lambda: hift_mod.HiFT(args), "cpu"), "HiFT vocoder")  # cpu: see meta.shell
     h = recipe.get("hift") or {}
     pairs = []
     for field_name, key in (

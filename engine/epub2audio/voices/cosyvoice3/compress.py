@@ -57,6 +57,7 @@ import epub2audio
 from epub2audio.errors import InputError
 
 from . import checkpoint as ck
+from . import meta
 from .llm import _LM_HEAD_KEY, _PREFIX, CosyVoice3LM, LLMArgs
 from .vocab import CompactEmbedding, kept_ids, row_map, word_list
 
@@ -435,7 +436,7 @@ def _build_stored_torch_llm(qwen_config: dict, stored: dict) -> CosyVoice3LM:
     import torch.ao.nn.quantized.dynamic as nnqd
 
     args = LLMArgs.from_config(qwen_config)
-    with torch.device("meta"):
+    with meta.shell():
         model = CosyVoice3LM(args)
     floats = {k: v for k, v in stored.items() if not k.endswith(SCALE) and k + SCALE not in stored and k != ROW_MAP_KEY}
     text_table = None

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import noise
+from . import meta
 
 
 @dataclass
@@ -156,7 +157,9 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, dim: int, base: float = 10000.0):
         super().__init__()
-        self.register_buffer("inv_freq", 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)))
+        # computed on the CPU even inside meta.shell(): a meta division would import torch._dynamo
+        exponents = torch.arange(0, dim, 2, device="cpu").float() / dim
+        self.register_buffer("inv_freq", 1.0 / (base**exponents))
 
     def forward(self, seq_len: int) -> torch.Tensor:  # -> [1, T, dim] as [f0, f0, f1, f1, ...]
         pos = torch.arange(seq_len, device=self.inv_freq.device).type_as(self.inv_freq)
@@ -406,7 +409,7 @@ def load_flow(sd: dict, keep_dtype: bool = False) -> Flow:
     The module is built on the meta device and takes ``sd``'s tensors as its parameters (no random
     init of 332M parameters, no copy), so fp32 tensors in ``sd`` are shared with the model.
     """
-    with torch.device("meta"):
+    with meta.shell():
         model = Flow(FlowArgs.from_state_dict(sd))
     model.load_state_dict(sd, strict=True, assign=True)
     if not keep_dtype:  # keep_dtype: a compressed folder's half-precision flow, adopted as stored

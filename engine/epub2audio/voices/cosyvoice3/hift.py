@@ -35,6 +35,7 @@ from torch.nn.utils import parametrize
 from torch.nn.utils.parametrizations import weight_norm
 
 from . import noise
+from . import meta
 
 
 @dataclass
@@ -285,7 +286,7 @@ class HiFT(nn.Module):
         self.conv_post = weight_norm(CausalConv1d(a.base_channels // 2**n_up, n_fft + 2, 7))
         self.f0_predictor = F0Predictor(a.in_channels, a.f0_cond_channels)
         # periodic Hann, computed in float64 then rounded (identical to scipy's get_window as float32)
-        # (explicitly on the CPU: load_hift builds the module on the meta device)
+        # (explicitly on the CPU, whatever device the module is built on)
         window = torch.hann_window(n_fft, periodic=True, dtype=torch.float64, device="cpu").float()
         self.register_buffer("stft_window", window, persistent=False)
         self._rand_ini: torch.Tensor | None = None
@@ -395,9 +396,9 @@ def set_hift_dtype(model: HiFT, dtype: torch.dtype) -> HiFT:
 def load_hift(sd: dict, max_seconds: float = noise.HIFT_NOISE_SECONDS) -> HiFT:
     """Normalize, strict-load (fp32), move the f0 predictor to float64, fold weight norm, eval.
 
-    Built on the meta device and given the checkpoint's tensors (no random init, no global RNG)."""
+    Built as a shell (meta.py) and given the checkpoint's tensors (no random init, no global RNG)."""
     sd = normalize_hift_state_dict(sd)
-    with torch.device("meta"):
+    with meta.shell("cpu"):
         model = HiFT(HiFTArgs.from_state_dict(sd), max_seconds=max_seconds)
     model.load_state_dict(sd, strict=True, assign=True)
     model.float()

@@ -28,6 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import meta
+
 SPEECH_TOKEN_SIZE = 6561  # FSQ codes 0..6560
 SPEECH_VOCAB_SIZE = SPEECH_TOKEN_SIZE + 200  # plus 200 special / reserved slots
 SOS_ID = SPEECH_TOKEN_SIZE + 0  # row of speech_embedding that starts the sequence
@@ -392,7 +394,7 @@ class CosyVoice3LM(nn.Module):
         resident set to what is actually touched.
         """
         args = LLMArgs.from_config(config_json, state_dict)
-        with torch.device("meta"):
+        with meta.shell():
             model = cls(args)
         model.load_state_dict(state_dict, strict=True, assign=True)
         return model.eval()
