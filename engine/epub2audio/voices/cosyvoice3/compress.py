@@ -48,6 +48,7 @@ import shutil
 import sys
 import tempfile
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -457,18 +458,31 @@ def _build_stored_torch_llm(qwen_config: dict, stored: dict) -> CosyVoice3LM:
     for param in model.parameters():  # biases and norms own their memory (see backends.build_torch_llm)
         if param.dtype == torch.float32 and param.numel() < 1 << 16:
             param.data = param.data.clone()
-    for key in quantised:
-        owner_name = key.removesuffix(".weight")
-        parent_name, _, child = owner_name.rpartition(".")
-        parent = model.get_submodule(parent_name)
-        linear: nn.Linear = getattr(parent, child)
-        if stored[key].dtype == torch.uint8:  # int4: dequantised to fp32 (torch has no CPU int4 matmul)
-            linear.weight = nn.Parameter(dequantize_int4_groups(stored[key], stored[key + SCALE]), requires_grad=False)
-            continue
-        q = nnqd.Linear(linear.in_features, linear.out_features, bias_=linear.bias is not None, dtype=torch.qint8)
+
+    def owner(key: str) -> tuple[nn.Module, str]:
+        parent_name, _, child = key.removesuffix(".weight").rpartition(".")
+        return model.get_submodule(parent_name), child
+
+    def int8_linear(key: str) -> nn.Module:
+        linear: nn.Linear = getattr(*owner(key))
+        # Built at 1x1, then given its weight: at full size the constructor would first pack a zero
+        # matrix of the same shape, a third of the packing time.
+        q = nnqd.Linear(1, 1, dtype=torch.qint8)
+        q.in_features, q.out_features = linear.in_features, linear.out_features
         q.set_weight_bias(int8_channels_qtensor(stored[key], stored[key + SCALE]), linear.bias)
-        setattr(parent, child, q)
-        _page_out(stored[key])  # packed above: its file pages are only a second copy now
+        _page_out(stored[key])  # packed: its file pages are only a second copy now
+        return q
+
+    int8 = [k for k in quantised if stored[k].dtype == torch.int8]
+    for key in quantised:
+        if stored[key].dtype == torch.uint8:  # int4: dequantised to fp32 (torch has no CPU int4 matmul)
+            linear: nn.Linear = getattr(*owner(key))
+            linear.weight = nn.Parameter(dequantize_int4_groups(stored[key], stored[key + SCALE]), requires_grad=False)
+    # Packing runs on one thread per matrix and releases the GIL, so the worker's threads pack
+    # several matrices at once (1.8x faster at 2 threads); the modules are placed here, in order.
+    with ThreadPoolExecutor(max(1, torch.get_num_threads())) as pool:
+        for key, q in zip(int8, pool.map(int8_linear, int8)):
+            setattr(*owner(key), q)
     return model.eval()
 
 
