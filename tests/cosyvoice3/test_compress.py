@@ -108,6 +108,17 @@ def test_int4_keeps_tables_at_8_bits_and_stays_close(tiny_model_dir, tmp_path, t
     assert (cz.dequantize_int4_groups(packed, scale) - w).abs().max() <= scale.float().max() / 2 + 1e-6
 
 
+def test_int4_bytes_decode_to_their_signed_nibbles_low_first():
+    packed = torch.arange(256, dtype=torch.uint8).reshape(16, 16)  # every byte once
+    scale = torch.tensor([[0.5]] * 8 + [[2.0]] * 8, dtype=torch.float16)  # one group of 32 per row
+    signed = [v - 16 if v > 7 else v for v in range(16)]
+    want = torch.tensor([[signed[b & 0xF] * s, signed[b >> 4] * s][i] for row, s in enumerate([0.5] * 8 + [2.0] * 8)
+                         for b in range(16 * row, 16 * row + 16) for i in (0, 1)]).reshape(16, 32)
+    assert torch.equal(cz.dequantize_int4_groups(packed, scale), want)
+    w = torch.tensor([[-7.0, 7.0, -1.0, 3.0] * 8]) * 0.25  # scale max/7 = 0.25: on the grid, comes back as is
+    assert torch.equal(cz.dequantize_int4_groups(*cz.quantize_int4_groups(w)), w)
+
+
 def dequantized_tables(sd: dict) -> dict:
     """llm.pt's state with the three tables replaced by their int8-per-row round trip."""
     out = dict(sd)
