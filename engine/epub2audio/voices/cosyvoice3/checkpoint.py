@@ -51,6 +51,7 @@ import torch
 import yaml
 
 from epub2audio.errors import InputError
+
 from . import meta
 
 SAMPLE_RATE = 24000

@@ -33,8 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import noise
-from . import meta
+from . import meta, noise
 
 
 @dataclass

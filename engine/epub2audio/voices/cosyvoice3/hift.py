@@ -34,8 +34,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 from torch.nn.utils.parametrizations import weight_norm
 
-from . import noise
-from . import meta
+from . import meta, noise
 
 
 @dataclass
