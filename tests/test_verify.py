@@ -138,6 +138,21 @@ def test_a_narrated_number_range_is_not_added_text():
     assert [kind for kind, _excerpt, _n in drops] == ["added"]
 
 
+def test_a_numeral_read_in_another_style_is_not_a_drop():
+    """Herodotus: "about 585 B.C." is read as a year ("five eighty-five"), where the neutral reading
+    is "five hundred and eighty-five"; that is a reading. A numeral left out whole is still a drop."""
+    from epub2audio.book.normalize import normalize
+
+    book = ["Periander is thought to have died about 585 B.C.; but see v. 95."]
+    planned = [normalize(book[0])]
+    assert "five eighty-five" in planned[0]
+    assert _text_drops(book, planned) == []
+    drops = _text_drops(book, ["Periander is thought to have died about B.C.; but see v. 95."])
+    assert drops == [("dropped", "'585'", 24)]
+    drops = _text_drops(book, ["Periander is thought to have died about five B.C.; but see v. 95."])
+    assert [kind for kind, _excerpt, _n in drops] == ["dropped"]
+
+
 # ------------------------------------------------------------------------------------------
 # Fast: the container, on a tone M4B written directly (no job, no ASR)
 

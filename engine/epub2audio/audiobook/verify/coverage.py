@@ -60,6 +60,18 @@ def _is_number_reading(words: list[str]) -> bool:
     return all(w in NUMBER_READING_WORDS for w in words)
 
 
+def _inside_read_numeral(book_words: list[tuple[str, list[str]]], owner: list[int], i1: int, i2: int) -> bool:
+    """True when the normalised words a[i1:i2] lie strictly inside one numeral's words, with words
+    of that numeral on both sides: the plan read the numeral in another style ("585 B.C." is read as
+    a year, "five eighty-five", where the neutral reading is "five hundred and eighty-five"). A
+    numeral left out whole, or cut short, is still a drop."""
+    if i1 == 0 or i2 >= len(owner):
+        return False
+    numeral = owner[i1 - 1]
+    return (owner[i2] == numeral and all(o == numeral for o in owner[i1:i2])
+            and any(ch.isdigit() for ch in book_words[numeral][0]))
+
+
 def _text_drops(paragraphs: list[str], planned: list[str]) -> list[tuple[str, str, int]]:
     """Runs of the book's words that the plan does not read ("dropped"), and runs of words the plan
     reads that the book does not have ("added"); a word replaced by its reading (a numeral by its
@@ -75,6 +87,8 @@ def _text_drops(paragraphs: list[str], planned: list[str]) -> list[tuple[str, st
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, read, autojunk=False).get_opcodes():
         book_run, read_run = i2 - i1, j2 - j1
         if tag == "delete" or (tag == "replace" and book_run >= 4 and read_run * 3 < book_run):
+            if _inside_read_numeral(book_words, owner, i1, i2) and _is_number_reading(read[j1:j2]):
+                continue
             words = [book_words[i][0] for i in sorted(set(owner[i1:i2]))]
             letters = sum(_alnum(w) for w in a[i1:i2]) - sum(_alnum(w) for w in read[j1:j2])
             found.append(("dropped", _quote(" ".join(words), 60), letters))
