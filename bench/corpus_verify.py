@@ -42,12 +42,16 @@ def run_book(name: str, work_root: Path, workers: int) -> dict:
     command = [sys.executable, "-m", "epub2audio.cli", str(CORPUS / f"{name}.epub"),
                "-o", str(out_dir / f"{name}.m4b"), "--work-dir", str(out_dir / "job"),
                "--workers", str(workers), "--progress", "json"]
+    earlier = events_path.stat().st_size if events_path.exists() else 0  # a resumed run appends
     started = time.monotonic()
     with open(events_path, "a", encoding="utf-8") as events:
         proc = subprocess.run(command, stdout=events, stderr=subprocess.PIPE, text=True)
     seconds = time.monotonic() - started
     result = {"book": name, "exit": proc.returncode, "wall_seconds": round(seconds)}
-    for line in events_path.read_text(encoding="utf-8").splitlines():
+    with open(events_path, "rb") as events:
+        events.seek(earlier)
+        lines = events.read().decode("utf-8").splitlines()
+    for line in lines:  # this run's events only: an earlier run's verdict must not stand in for it
         event = json.loads(line)
         if event["event"] == "book":
             result["chapters"] = event["chapters"]
