@@ -61,6 +61,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .errors import InputError, JobFailed
+from .options import add_ray_argument, job_options
 
 try:
     import fcntl
@@ -652,8 +653,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--voice", help="joe (default, the embedded voice), tone, or a saved CosyVoice3 voice")
     parser.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     parser.add_argument("--workers", type=int, help="worker processes rendering each book (default 1)")
-    from .cli import add_ray_argument
-
     add_ray_argument(parser)
     parser.add_argument("--once", action="store_true",
                         help="convert what is there and what is queued, then exit (for cron and tests)")
@@ -664,22 +663,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {DEFAULT_RESCAN:g})")
     parser.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                         help="progress of the book being converted; json also reports the watcher's events")
-
-
-def _convert_options(args: argparse.Namespace):
-    from .config import load_config, worker_policy
-    from .render import ConvertOptions
-    from .voices.catalog import resolve
-
-    from .cli import _workers
-    from .library import worker_pool
-
-    config = load_config()
-    workers = _workers(args, config)
-    voice = resolve(args.voice or config.get("voice", "joe"), config=config, model_dir=args.model_dir,
-                    workers=max(1, workers))
-    return ConvertOptions(voice=voice.name, voice_options=voice.options, threads_per_worker=voice.threads,
-                          workers=workers, policy=worker_policy(config), pool=worker_pool(args.ray))
 
 
 def _voice_lock_path(options) -> Path:
@@ -705,7 +688,7 @@ def run(args: argparse.Namespace) -> int:
     """The watch command. Bad arguments raise InputError (exit code 2); returns 0, or 130 when
     stopped by Ctrl-C / SIGTERM."""
     in_dir, out_dir = _check_folders(args)
-    options = _convert_options(args)
+    options = job_options(args, cosyvoice3=False)
     state = queue_path(in_dir, out_dir)
     log = WatchLog(out_dir / LOG_NAME, json_stream=sys.stdout if args.progress == "json" else None)
     previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
