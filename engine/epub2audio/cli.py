@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         if argv[:1] == ["library"]:
             return run_library(library_parser().parse_args(argv[1:]))
         if argv[:1] == ["watch"]:
-            from . import watch
+            from .watch import command as watch
 
             parser = _Parser(prog="epub2audio watch", description="Watch a folder: every EPUB dropped into it becomes an M4B.")
             watch.add_arguments(parser)
