@@ -10,7 +10,7 @@ and audio is the engine's. One room per concern:
   queue.py      the SQLite queue in `data_dir()/watch/`: each book by the SHA-256 of its bytes,
                 queued → converting → done | failed, converted exactly once
   converter.py  the queued books one at a time, oldest first: `render.convert`, broken books to
-                IN_DIR/failed/ with a .reason.txt
+                IN_DIR/failed/ with a .reason.txt, the engine's warnings to the log
   locks.py      one watcher per IN_DIR/OUT_DIR pair, one conversion per model at a time
   log.py        OUT_DIR/epub2audio-watch.log: plain timestamped lines, also on stderr, and with
                 `--progress json` on stdout as {"event": "watch"}
@@ -25,7 +25,7 @@ The source EPUB stays where it is: the watcher never deletes, renames or edits a
 from .arrivals import (ARRIVED, DEFAULT_SETTLE, GONE, IGNORED_ENDINGS, PATIENCE_FACTOR, WAITING, Arrivals,
                        file_signature, is_candidate, sha256_file, zip_readable)
 from .command import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, add_arguments, main, run
-from .converter import FAILED_DIR, Converter, move_to_failed
+from .converter import FAILED_DIR, Converter, WarningsToLog, move_to_failed
 from .locks import VoiceLock, instance_lock, voice_lock_path
 from .log import LOG_NAME, WatchLog
 from .names import numbered_names, one_line
@@ -36,7 +36,7 @@ from .service import TICK, watch_folder
 __all__ = [
     "ARRIVED", "DEFAULT_RESCAN", "DEFAULT_SETTLE", "EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK",
     "FAILED_DIR", "GONE", "IGNORED_ENDINGS", "LOG_NAME", "PATIENCE_FACTOR", "SCHEMA", "TICK", "WAITING",
-    "Arrivals", "Converter", "Offer", "QueuedBook", "Scanner", "VoiceLock", "WatchLog",
+    "Arrivals", "Converter", "Offer", "QueuedBook", "Scanner", "VoiceLock", "WarningsToLog", "WatchLog",
     "WatchQueue", "add_arguments", "file_signature", "instance_lock", "is_candidate", "main", "move_to_failed",
     "numbered_names", "one_line", "queue_path", "run", "sha256_file", "start_observer", "voice_lock_path",
     "watch_folder", "zip_readable",

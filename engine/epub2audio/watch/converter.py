@@ -6,6 +6,10 @@ moved to IN_DIR/failed/ with NAME.epub.reason.txt beside it, holding the engine'
 If the job itself fails (JobFailed: a segment kept failing), the book is not to blame: it stays in
 place and is retried the next time the watcher starts. Ctrl-C or SIGTERM puts the book being
 converted back in the queue; the engine's job store resumes it at the next start.
+
+The engine's warnings about a book ("ch3.xhtml: only partly read ...") go to the watcher's log, one
+line each under the book's name, and not to the book's progress display too, so that stderr and the
+JSON stream carry each warning once.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import traceback
 from pathlib import Path
 
 from ..errors import InputError, JobFailed
-from ..progress import for_mode
+from ..progress import Progress, for_mode
 from .arrivals import file_signature
 from .log import WatchLog
 from .names import numbered_names, one_line
@@ -34,6 +38,22 @@ def move_to_failed(in_dir: Path, source: Path, reason: str) -> Path:
     shutil.move(str(source), str(target))
     (folder / f"{target.name}.reason.txt").write_text(one_line(reason) + "\n", encoding="utf-8")
     return target
+
+
+class WarningsToLog(Progress):
+    """A book's progress events, with its warnings taken out and written to the watcher's log."""
+
+    def __init__(self, progress: Progress, log: WatchLog, book: QueuedBook):
+        self.progress, self.log, self.book = progress, log, book
+
+    def emit(self, event: str, **fields) -> None:
+        if event == "warning":
+            self.log.say("warning", self.book.source.name, one_line(fields.get("message", "")), self.book.sha256)
+        else:
+            self.progress.emit(event, **fields)
+
+    def close(self) -> None:
+        self.progress.close()
 
 
 class Converter:
@@ -81,7 +101,7 @@ class Converter:
         resuming = " (resuming)" if book.attempts else ""
         self.queue.mark_converting(book.sha256)
         self.log.say("converting", book.source.name, f"-> {book.output}{resuming}", book.sha256)
-        progress = for_mode(self.progress_mode)
+        progress = WarningsToLog(for_mode(self.progress_mode), self.log, book)
         try:
             result = convert(book.source, self.out_dir / book.output, self.options, progress)
         except (Interrupted, KeyboardInterrupt):
