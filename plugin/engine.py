@@ -262,8 +262,14 @@ def parse_event(line: str):
     return None
 
 
-# Events worth a line in calibre's job log (segments are far too many).
-_LOGGED = {"book", "voice", "plan", "stage", "warning", "done", "error"}
+# Events worth a line in calibre's job log (segments are far too many). Warnings get a line of
+# their own, at the level calibre shows as a warning: see warning_line.
+_LOGGED = {"book", "voice", "plan", "stage", "done", "error"}
+
+
+def warning_line(event: dict) -> str:
+    """The job log's line for a warning event: one line, whatever the message holds."""
+    return "epub2audio warning: " + one_line(str(event.get("message", "")))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -446,7 +452,9 @@ def run_engine(cmd: list[str], notify=None, abort=None, log=None, env: dict | No
                 if line.strip():
                     out.info(line)
                 continue
-            if event["event"] in _LOGGED:
+            if event["event"] == "warning":  # at once: a job that fails later still shows it
+                out.warn(warning_line(event))
+            elif event["event"] in _LOGGED:
                 out.info("epub2audio: " + json.dumps(event, ensure_ascii=False))
             update = tracker.feed(event)
             if update is not None and notify is not None:
@@ -486,8 +494,6 @@ def run_engine(cmd: list[str], notify=None, abort=None, log=None, env: dict | No
     if not output or not os.path.isfile(output):
         raise EngineError("epub2audio finished but wrote no audiobook" + (f" (expected {output})" if output else ""),
                           code)
-    for warning in tracker.warnings:
-        out.warn("epub2audio warning: " + warning)
     return ConversionResult(output, tracker.duration_seconds, tracker.chapters)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError, JobFailed
+from .options import add_ray_argument, job_options
 
 from .progress import CHARS_PER_SECOND, format_duration
 
@@ -70,13 +71,6 @@ def convert_parser() -> argparse.ArgumentParser:
     return p
 
 
-def add_ray_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
-                   help="render on Ray actors: the cluster at ADDRESS (host:port, or auto for the one "
-                        "`ray start` began here), or without ADDRESS a private Ray on this machine "
-                        "(needs pip install 'epub2audio[ray]')")
-
-
 def library_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="epub2audio library",
                 description="Convert every EPUB under a folder (calibre's library layout included), "
@@ -97,39 +91,6 @@ def library_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _workers(args: argparse.Namespace, config: dict) -> int:
-    """--workers, else config.toml's; with --ray and neither, 0: one per free CPU of the cluster."""
-    if args.workers is not None:
-        workers = args.workers
-    elif getattr(args, "ray", None) is not None:
-        return 0
-    else:
-        workers = int(config.get("workers", 1))
-    if workers < 1:
-        raise InputError("--workers must be at least 1")
-    return workers
-
-
-def _job_options(args: argparse.Namespace, **reading):
-    """The voice, workers, policy and pool a conversion runs with, from the flags and config.toml
-    (the book command and `library` share them)."""
-    from .config import load_config, worker_policy
-    from .library import worker_pool
-    from .render import ConvertOptions
-    from .voices.catalog import resolve
-
-    config = load_config()
-    workers = _workers(args, config)
-    voice = resolve(args.voice or config.get("voice", "joe"), config=config, model_dir=args.model_dir,
-                    workers=max(1, workers), extra=_cosyvoice3_options(args, config))
-    options = ConvertOptions(voice=voice.name, voice_options=voice.options, threads_per_worker=voice.threads,
-                             workers=workers, policy=worker_policy(config), verify=not args.no_verify,
-                             pool=worker_pool(args.ray), **reading)
-    if args.seed is not None:
-        options.job_seed = args.seed
-    return options
-
-
 def run_library(args: argparse.Namespace) -> int:
     from .library import convert_library
     from .progress import for_mode
@@ -138,7 +99,7 @@ def run_library(args: argparse.Namespace) -> int:
     for folder, what in ((in_dir, "IN_DIR"), (out_dir, "--out")):
         if not folder.is_dir():
             raise InputError(f"{folder}: {what} is not an existing folder")
-    options = _job_options(args)
+    options = job_options(args)
     progress = for_mode(args.progress)
     result = convert_library(in_dir, out_dir, options, progress)
     print(f"epub2audio: library: {len(result.converted)} converted, {len(result.skipped)} done already, "
@@ -304,26 +265,6 @@ def _read_metadata(path: Path | None) -> dict:
     return data
 
 
-def _cosyvoice3_options(args: argparse.Namespace, config: dict) -> dict:
-    # watch and library have no per-voice flags: config.toml alone sets these there
-    def flag(name):
-        return getattr(args, name, None)
-
-    options = {"llm_backend": flag("llm_backend") or config.get("llm_backend", "auto"),
-               "llm_precision": flag("llm_precision") or config.get("llm_precision", "fp32"),
-               "flow_precision": flag("flow_precision") or config.get("flow_precision", "fp32"),
-               "hift_precision": config.get("hift_precision", "fp32"),
-               # a job re-splits a segment that reaches the cap, so it can afford the tight one
-               "length_cap": config.get("length_cap", "tight"),
-               "device": flag("device") or config.get("device", "auto")}
-    if options["llm_precision"] == "int4":  # an expert choice, never a preset (bench/llm_lengths.py)
-        print("warning: --llm-precision int4 may change the pacing: it lowers the stop-token log-prob by 0.11 on "
-              "average (about 12 % longer speech) on full-size random weights; int8 changes it by 0.005", file=sys.stderr)
-    if flag("device") is None:  # per-stage keys refine config.toml's device; --device overrides them all
-        options.update({f"device_{s}": config[f"device_{s}"] for s in ("llm", "flow", "hift") if config.get(f"device_{s}")})
-    return options
-
-
 def run_convert(args: argparse.Namespace) -> int:
     from .book.epub import load_book
     from .render import ConvertOptions, convert, reading_for
@@ -345,7 +286,7 @@ def run_convert(args: argparse.Namespace) -> int:
     if not args.book.is_file():
         raise InputError(f"{args.book}: no such file")
     output = args.output or args.book.with_suffix(".m4b")
-    options = _job_options(
+    options = job_options(
         args,
         chapters=parse_chapter_list(args.chapters) if args.chapters else None,
         metadata=_read_metadata(args.meta),
@@ -389,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         if argv[:1] == ["library"]:
             return run_library(library_parser().parse_args(argv[1:]))
         if argv[:1] == ["watch"]:
-            from . import watch
+            from .watch import command as watch
 
             parser = _Parser(prog="epub2audio watch", description="Watch a folder: every EPUB dropped into it becomes an M4B.")
             watch.add_arguments(parser)

@@ -95,10 +95,11 @@ def test_devices_in_the_model_id_suffix():
 
 
 def test_cli_device_options_reach_the_voice():
-    from epub2audio.cli import _cosyvoice3_options, convert_parser
+    from epub2audio.cli import convert_parser
+    from epub2audio.options import cosyvoice3_options
 
     def options(argv, config):
-        return _cosyvoice3_options(convert_parser().parse_args(["book.epub", *argv]), config)
+        return cosyvoice3_options(convert_parser().parse_args(["book.epub", *argv]), config)
 
     config = {"device": "cuda", "device_hift": "cpu", "hift_precision": "bf16"}
     got = options([], config)

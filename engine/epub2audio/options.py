@@ -1,0 +1,74 @@
+"""The job options every front door builds: the flags they share and what they become.
+
+The book command, `library` and `watch` all take --voice, --model-dir, --workers and --ray and read
+the same config.toml keys; this module turns both into a `render.ConvertOptions`, so the front
+doors import it instead of each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import InputError
+
+
+def add_ray_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                   help="render on Ray actors: the cluster at ADDRESS (host:port, or auto for the one "
+                        "`ray start` began here), or without ADDRESS a private Ray on this machine "
+                        "(needs pip install 'epub2audio[ray]')")
+
+
+def workers(args: argparse.Namespace, config: dict) -> int:
+    """--workers, else config.toml's; with --ray and neither, 0: one per free CPU of the cluster."""
+    if args.workers is not None:
+        count = args.workers
+    elif getattr(args, "ray", None) is not None:
+        return 0
+    else:
+        count = int(config.get("workers", 1))
+    if count < 1:
+        raise InputError("--workers must be at least 1")
+    return count
+
+
+def cosyvoice3_options(args: argparse.Namespace, config: dict) -> dict:
+    # watch and library have no per-voice flags: config.toml alone sets these there
+    def flag(name):
+        return getattr(args, name, None)
+
+    options = {"llm_backend": flag("llm_backend") or config.get("llm_backend", "auto"),
+               "llm_precision": flag("llm_precision") or config.get("llm_precision", "fp32"),
+               "flow_precision": flag("flow_precision") or config.get("flow_precision", "fp32"),
+               "hift_precision": config.get("hift_precision", "fp32"),
+               # a job re-splits a segment that reaches the cap, so it can afford the tight one
+               "length_cap": config.get("length_cap", "tight"),
+               "device": flag("device") or config.get("device", "auto")}
+    if options["llm_precision"] == "int4":  # an expert choice, never a preset (bench/llm_lengths.py)
+        print("warning: --llm-precision int4 may change the pacing: it lowers the stop-token log-prob by 0.11 on "
+              "average (about 12 % longer speech) on full-size random weights; int8 changes it by 0.005", file=sys.stderr)
+    if flag("device") is None:  # per-stage keys refine config.toml's device; --device overrides them all
+        options.update({f"device_{s}": config[f"device_{s}"] for s in ("llm", "flow", "hift") if config.get(f"device_{s}")})
+    return options
+
+
+def job_options(args: argparse.Namespace, *, cosyvoice3: bool = True, **reading):
+    """The voice, workers, policy and pool a conversion runs with, from the flags and config.toml.
+    Flags a front door does not have (--seed, --no-verify, the CosyVoice3 ones) count as not given.
+    cosyvoice3=False: the voice gets no CosyVoice3 settings at all (what the watcher has always done)."""
+    from .config import load_config, worker_policy
+    from .library import worker_pool
+    from .render import ConvertOptions
+    from .voices.catalog import resolve
+
+    config = load_config()
+    count = workers(args, config)
+    voice = resolve(args.voice or config.get("voice", "joe"), config=config, model_dir=args.model_dir,
+                    workers=max(1, count), extra=cosyvoice3_options(args, config) if cosyvoice3 else None)
+    options = ConvertOptions(voice=voice.name, voice_options=voice.options, threads_per_worker=voice.threads,
+                             workers=count, policy=worker_policy(config),
+                             verify=not getattr(args, "no_verify", False), pool=worker_pool(args.ray), **reading)
+    if getattr(args, "seed", None) is not None:
+        options.job_seed = args.seed
+    return options

@@ -1,0 +1,92 @@
+"""`epub2audio watch IN_DIR --out OUT_DIR` (also `python -m epub2audio.watch`): the arguments, the
+folders checked, the job options built, then `service.watch_folder` does the work.
+
+Exit codes: 0 after --once, 2 bad input, 130 stopped by Ctrl-C / SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from ..errors import InputError
+from ..options import add_ray_argument, job_options
+from .arrivals import DEFAULT_SETTLE
+from .locks import instance_lock, voice_lock_path
+from .log import LOG_NAME, WatchLog
+from .names import one_line
+from .queue import queue_path
+from .scanner import DEFAULT_RESCAN
+from .service import watch_folder
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("in_dir", type=Path, metavar="IN_DIR", help="the folder to watch for EPUB files")
+    parser.add_argument("--out", "-o", dest="out_dir", type=Path, required=True, metavar="OUT_DIR",
+                        help="where the M4B files (and epub2audio-watch.log) go")
+    parser.add_argument("--voice", help="joe (default, the embedded voice), tone, or a saved CosyVoice3 voice")
+    parser.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
+    parser.add_argument("--workers", type=int, help="worker processes rendering each book (default 1)")
+    add_ray_argument(parser)
+    parser.add_argument("--once", action="store_true",
+                        help="convert what is there and what is queued, then exit (for cron and tests)")
+    parser.add_argument("--settle", type=float, default=DEFAULT_SETTLE, metavar="SECONDS",
+                        help=f"a file counts as arrived after this long unchanged (default {DEFAULT_SETTLE:g})")
+    parser.add_argument("--rescan", type=float, default=DEFAULT_RESCAN, metavar="SECONDS",
+                        help=f"look through the whole folder this often, in case events were missed "
+                             f"(default {DEFAULT_RESCAN:g})")
+    parser.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
+                        help="progress of the book being converted; json also reports the watcher's events")
+
+
+def _check_folders(args: argparse.Namespace) -> tuple[Path, Path]:
+    in_dir, out_dir = args.in_dir.expanduser().resolve(), args.out_dir.expanduser().resolve()
+    for folder, what in ((in_dir, "IN_DIR"), (out_dir, "--out")):
+        if not folder.is_dir():
+            raise InputError(f"{folder}: {what} is not an existing folder")
+    if args.settle < 0 or args.rescan <= 0:
+        raise InputError("--settle must be 0 or more and --rescan more than 0 seconds")
+    return in_dir, out_dir
+
+
+def run(args: argparse.Namespace) -> int:
+    """The watch command. Bad arguments raise InputError (exit code 2); returns 0, or 130 when
+    stopped by Ctrl-C / SIGTERM."""
+    in_dir, out_dir = _check_folders(args)
+    options = job_options(args, cosyvoice3=False)
+    state = queue_path(in_dir, out_dir)
+    log = WatchLog(out_dir / LOG_NAME, json_stream=sys.stdout if args.progress == "json" else None)
+    previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        with instance_lock(state.with_suffix(".lock"), in_dir, out_dir):
+            try:
+                watch_folder(in_dir, out_dir, options, state=state, log=log, voice_lock=voice_lock_path(options),
+                             settle=args.settle, rescan=args.rescan, once=args.once, progress_mode=args.progress)
+            except KeyboardInterrupt:  # the log says so; the book being converted is back in the queue
+                return EXIT_INTERRUPTED
+            return EXIT_OK
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m epub2audio.watch ...` (the same as `epub2audio watch ...`)."""
+    parser = argparse.ArgumentParser(prog="epub2audio watch",
+                                     description="Watch a folder: every EPUB dropped into it becomes an M4B.")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except InputError as error:
+        print(f"epub2audio: error: {one_line(str(error))}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED

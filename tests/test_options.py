@@ -1,0 +1,54 @@
+"""The job options the front doors share (epub2audio/options.py): the book command, `library` and
+`watch` turn the same flags and config.toml into the same ConvertOptions."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from epub2audio import options
+from epub2audio.cli import convert_parser, library_parser
+from epub2audio.errors import InputError
+from epub2audio.render import ConvertOptions
+from epub2audio.watch import add_arguments as add_watch_arguments
+
+
+def watch_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="epub2audio watch")
+    add_watch_arguments(parser)
+    return parser
+
+
+@pytest.fixture(autouse=True)
+def no_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("EPUB2AUDIO_CONFIG", str(tmp_path / "no-config.toml"))
+
+
+def test_every_front_door_builds_the_same_job_from_the_same_flags(tmp_path):
+    flags = ["--voice", "tone", "--workers", "2"]
+    built = [options.job_options(convert_parser().parse_args(["b.epub", *flags])),
+             options.job_options(library_parser().parse_args([str(tmp_path), "--out", str(tmp_path), *flags])),
+             options.job_options(watch_parser().parse_args([str(tmp_path), "--out", str(tmp_path), *flags]),
+                                 cosyvoice3=False)]
+    assert {(o.voice, o.workers, o.threads_per_worker, o.verify, o.job_seed, o.pool) for o in built} == {
+        ("tone", 2, 1, True, ConvertOptions().job_seed, None)}
+
+
+def test_workers_come_from_the_flag_then_config_and_ray_asks_the_cluster(tmp_path):
+    def parsed(*flags):
+        return watch_parser().parse_args([str(tmp_path), "--out", str(tmp_path), *flags])
+
+    assert options.workers(parsed(), {}) == 1
+    assert options.workers(parsed(), {"workers": 3}) == 3
+    assert options.workers(parsed("--workers", "2"), {"workers": 3}) == 2
+    assert options.workers(parsed("--ray"), {"workers": 3}) == 0  # one per free CPU of the cluster
+    assert options.workers(parsed("--ray", "--workers", "4"), {}) == 4
+    with pytest.raises(InputError, match="^--workers must be at least 1$"):
+        options.workers(parsed("--workers", "0"), {})
+
+
+def test_the_book_commands_seed_and_no_verify_reach_the_job():
+    built = options.job_options(convert_parser().parse_args(["b.epub", "--voice", "tone", "--seed", "7",
+                                                             "--no-verify"]))
+    assert (built.job_seed, built.verify) == (7, False)
