@@ -29,8 +29,7 @@ def test_every_front_door_builds_the_same_job_from_the_same_flags(tmp_path):
     flags = ["--voice", "tone", "--workers", "2"]
     built = [options.job_options(convert_parser().parse_args(["b.epub", *flags])),
              options.job_options(library_parser().parse_args([str(tmp_path), "--out", str(tmp_path), *flags])),
-             options.job_options(watch_parser().parse_args([str(tmp_path), "--out", str(tmp_path), *flags]),
-                                 cosyvoice3=False)]
+             options.job_options(watch_parser().parse_args([str(tmp_path), "--out", str(tmp_path), *flags]))]
     assert {(o.voice, o.workers, o.threads_per_worker, o.verify, o.job_seed, o.pool) for o in built} == {
         ("tone", 2, 1, True, ConvertOptions().job_seed, None)}
 
@@ -52,3 +51,20 @@ def test_the_book_commands_seed_and_no_verify_reach_the_job():
     built = options.job_options(convert_parser().parse_args(["b.epub", "--voice", "tone", "--seed", "7",
                                                              "--no-verify"]))
     assert (built.job_seed, built.verify) == (7, False)
+
+
+def test_watch_and_library_take_the_cosyvoice3_settings_from_config_toml(tmp_path, monkeypatch):
+    """They have no per-voice flags, so config.toml alone sets these (the watcher once passed none)."""
+    (tmp_path / "config.toml").write_text('llm_backend = "torch"\nllm_precision = "bf16"\ndevice = "cpu"\n')
+    monkeypatch.setenv("EPUB2AUDIO_CONFIG", str(tmp_path / "config.toml"))
+    from epub2audio.voices import catalog
+
+    seen = []
+    real = catalog.resolve
+    monkeypatch.setattr(catalog, "resolve", lambda name, **kw: seen.append(kw["extra"]) or real("tone", **kw))
+    for args in (watch_parser().parse_args([str(tmp_path), "--out", str(tmp_path)]),
+                 library_parser().parse_args([str(tmp_path), "--out", str(tmp_path)]),
+                 convert_parser().parse_args(["b.epub", "--llm-precision", "fp32"])):
+        options.job_options(args)
+    assert [(e["llm_backend"], e["llm_precision"], e["device"]) for e in seen] == [
+        ("torch", "bf16", "cpu"), ("torch", "bf16", "cpu"), ("torch", "fp32", "cpu")]  # the book's flag wins

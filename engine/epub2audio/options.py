@@ -53,10 +53,10 @@ def cosyvoice3_options(args: argparse.Namespace, config: dict) -> dict:
     return options
 
 
-def job_options(args: argparse.Namespace, *, cosyvoice3: bool = True, **reading):
+def job_options(args: argparse.Namespace, **reading):
     """The voice, workers, policy and pool a conversion runs with, from the flags and config.toml.
-    Flags a front door does not have (--seed, --no-verify, the CosyVoice3 ones) count as not given.
-    cosyvoice3=False: the voice gets no CosyVoice3 settings at all (what the watcher has always done)."""
+    Flags a front door does not have (--seed, --no-verify, the CosyVoice3 ones) count as not given,
+    so the watcher's CosyVoice3 voice runs with config.toml's settings, as the book command's does."""
     from .config import load_config, worker_policy
     from .library import worker_pool
     from .render import ConvertOptions
@@ -65,7 +65,7 @@ def job_options(args: argparse.Namespace, *, cosyvoice3: bool = True, **reading)
     config = load_config()
     count = workers(args, config)
     voice = resolve(args.voice or config.get("voice", "joe"), config=config, model_dir=args.model_dir,
-                    workers=max(1, count), extra=cosyvoice3_options(args, config) if cosyvoice3 else None)
+                    workers=max(1, count), extra=cosyvoice3_options(args, config))
     options = ConvertOptions(voice=voice.name, voice_options=voice.options, threads_per_worker=voice.threads,
                              workers=count, policy=worker_policy(config),
                              verify=not getattr(args, "no_verify", False), pool=worker_pool(args.ray), **reading)

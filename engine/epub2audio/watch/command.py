@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     """The watch command. Bad arguments raise InputError (exit code 2); returns 0, or 130 when
     stopped by Ctrl-C / SIGTERM."""
     in_dir, out_dir = _check_folders(args)
-    options = job_options(args, cosyvoice3=False)
+    options = job_options(args)
     state = queue_path(in_dir, out_dir)
     log = WatchLog(out_dir / LOG_NAME, json_stream=sys.stdout if args.progress == "json" else None)
     previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
