@@ -176,8 +176,9 @@ def comic_page(page: int, width: int = 600, height: int = 800) -> bytes:
             return colour  # a sun
         if kind == 1 and ly > ph - 60 - (pw // 2 - abs(lx - cx)) * 0.8:
             return colour  # a hill
-        if kind == 2 and (abs(lx - cx) < 12 and cy - 60 < ly < cy + 70 or (lx - cx) ** 2 + (ly - cy + 85) ** 2 < 26 ** 2):
-            return colour  # a figure
+        body = abs(lx - cx) < 12 and cy - 60 < ly < cy + 70
+        if kind == 2 and (body or (lx - cx) ** 2 + (ly - cy + 85) ** 2 < 26 ** 2):
+            return colour  # a figure: a body and a head
         return (235, 240, 248) if ly < ph * 0.6 else (225, 215, 190)
 
     return png(width, height, draw)
@@ -277,32 +278,110 @@ def laozi_no_toc(out: Path):
 
 # Our own short definitions, two or three words a letter (CC0, see tests/corpus/NOTICE.md).
 GLOSSARY = {
-    "A": [("Aft", "Towards the stern of a ship."), ("Ambergris", "A grey, waxy matter found in the gut of a sperm whale and once prized by makers of perfume.")],
-    "B": [("Baleen", "The comb-like plates in the mouth of some whales, through which they strain their food."), ("Blubber", "The thick layer of fat under a whale's skin, boiled down for its oil.")],
-    "C": [("Cutting in", "Stripping the blubber from a whale made fast alongside the ship."), ("Crow's nest", "A lookout platform high on a mast.")],
-    "D": [("Davit", "A small crane on the ship's side from which a boat is hung."), ("Dogwatch", "One of the two short watches of the early evening.")],
-    "E": [("Ensign", "The flag that shows a ship's nation."), ("Eye of the wind", "The exact direction from which the wind blows.")],
-    "F": [("Fluke", "Either half of a whale's tail."), ("Forecastle", "The crew's quarters in the bow of the ship.")],
-    "G": [("Gam", "A friendly visit between the crews of two whaling ships that meet at sea."), ("Gunwale", "The upper edge of a boat's side.")],
-    "H": [("Harpoon", "A barbed spear, thrown by hand, that makes a line fast to a whale."), ("Hold", "The space below decks where cargo and casks are stowed.")],
-    "I": [("Iron", "The whalemen's word for a harpoon."), ("In irons", "Said of a ship head to wind that cannot turn either way.")],
-    "J": [("Jib", "A triangular sail set ahead of the foremost mast."), ("Jury rig", "A makeshift mast or sail put up after damage.")],
-    "K": [("Keel", "The backbone of a ship, running along the bottom from bow to stern."), ("Knot", "One nautical mile an hour.")],
-    "L": [("Lance", "A long, sharp spear used to kill a whale once it is fast."), ("Lay", "A whaleman's share of the profits of a voyage.")],
-    "M": [("Mast-head", "The top of a mast, where the lookouts stand."), ("Mincing", "Slicing blubber thin so that it gives up its oil quickly.")],
-    "N": [("Nantucket sleigh ride", "The wild tow of a whaleboat by a harpooned whale."), ("Nor'easter", "A storm blowing from the north-east.")],
-    "O": [("Oakum", "Old rope picked apart and used to caulk seams."), ("Offing", "The part of the sea that can be seen from the shore, far from land.")],
-    "P": [("Pod", "A group of whales swimming together."), ("Ports", "Openings in a ship's side.")],
-    "Q": [("Quarter-deck", "The raised deck towards the stern, kept by the officers."), ("Quarter boat", "A whaleboat hung near the stern.")],
-    "R": [("Rigging", "All the ropes that hold up and work the masts and sails."), ("Right whale", "A slow whale that floats when killed, and so was thought the right one to hunt.")],
-    "S": [("Scrimshaw", "Carving done by sailors on whale teeth and bone."), ("Spermaceti", "The clear wax from the head of a sperm whale.")],
-    "T": [("Try-works", "The brick furnaces on deck where blubber is boiled."), ("Thole pin", "A peg in the gunwale against which an oar is worked.")],
-    "U": [("Unship", "To take something out of its place, such as an oar from its lock."), ("Under way", "Moving through the water.")],
-    "V": [("Vang", "A rope that steadies a gaff or boom."), ("Voyage", "For a whaler, often three or four years from home.")],
-    "W": [("Waif", "A small flag planted on a dead whale to mark it as taken."), ("Windlass", "A winch turned by hand to raise the anchor.")],
-    "X": [("Xebec", "A small three-masted ship of the Mediterranean."), ("X-marked chart", "A chart on which the places where whales were seen are crossed.")],
-    "Y": [("Yard", "A spar across a mast from which a square sail hangs."), ("Yaw", "To swing off course from side to side.")],
-    "Z": [("Zenith", "The point of the sky straight overhead, used in taking a sight."), ("Zephyr", "A gentle westerly breeze.")],
+    "A": [
+        ('Aft', 'Towards the stern of a ship.'),
+        ('Ambergris', 'A grey, waxy matter found in the gut of a sperm whale and once prized by makers of perfume.'),
+    ],
+    "B": [
+        ('Baleen', 'The comb-like plates in the mouth of some whales, through which they strain their food.'),
+        ('Blubber', "The thick layer of fat under a whale's skin, boiled down for its oil."),
+    ],
+    "C": [
+        ('Cutting in', 'Stripping the blubber from a whale made fast alongside the ship.'),
+        ("Crow's nest", 'A lookout platform high on a mast.'),
+    ],
+    "D": [
+        ('Davit', "A small crane on the ship's side from which a boat is hung."),
+        ('Dogwatch', 'One of the two short watches of the early evening.'),
+    ],
+    "E": [
+        ('Ensign', "The flag that shows a ship's nation."),
+        ('Eye of the wind', 'The exact direction from which the wind blows.'),
+    ],
+    "F": [
+        ('Fluke', "Either half of a whale's tail."),
+        ('Forecastle', "The crew's quarters in the bow of the ship."),
+    ],
+    "G": [
+        ('Gam', 'A friendly visit between the crews of two whaling ships that meet at sea.'),
+        ('Gunwale', "The upper edge of a boat's side."),
+    ],
+    "H": [
+        ('Harpoon', 'A barbed spear, thrown by hand, that makes a line fast to a whale.'),
+        ('Hold', 'The space below decks where cargo and casks are stowed.'),
+    ],
+    "I": [
+        ('Iron', "The whalemen's word for a harpoon."),
+        ('In irons', 'Said of a ship head to wind that cannot turn either way.'),
+    ],
+    "J": [
+        ('Jib', 'A triangular sail set ahead of the foremost mast.'),
+        ('Jury rig', 'A makeshift mast or sail put up after damage.'),
+    ],
+    "K": [
+        ('Keel', 'The backbone of a ship, running along the bottom from bow to stern.'),
+        ('Knot', 'One nautical mile an hour.'),
+    ],
+    "L": [
+        ('Lance', 'A long, sharp spear used to kill a whale once it is fast.'),
+        ('Lay', "A whaleman's share of the profits of a voyage."),
+    ],
+    "M": [
+        ('Mast-head', 'The top of a mast, where the lookouts stand.'),
+        ('Mincing', 'Slicing blubber thin so that it gives up its oil quickly.'),
+    ],
+    "N": [
+        ('Nantucket sleigh ride', 'The wild tow of a whaleboat by a harpooned whale.'),
+        ("Nor'easter", 'A storm blowing from the north-east.'),
+    ],
+    "O": [
+        ('Oakum', 'Old rope picked apart and used to caulk seams.'),
+        ('Offing', 'The part of the sea that can be seen from the shore, far from land.'),
+    ],
+    "P": [
+        ('Pod', 'A group of whales swimming together.'),
+        ('Ports', "Openings in a ship's side."),
+    ],
+    "Q": [
+        ('Quarter-deck', 'The raised deck towards the stern, kept by the officers.'),
+        ('Quarter boat', 'A whaleboat hung near the stern.'),
+    ],
+    "R": [
+        ('Rigging', 'All the ropes that hold up and work the masts and sails.'),
+        ('Right whale', 'A slow whale that floats when killed, and so was thought the right one to hunt.'),
+    ],
+    "S": [
+        ('Scrimshaw', 'Carving done by sailors on whale teeth and bone.'),
+        ('Spermaceti', 'The clear wax from the head of a sperm whale.'),
+    ],
+    "T": [
+        ('Try-works', 'The brick furnaces on deck where blubber is boiled.'),
+        ('Thole pin', 'A peg in the gunwale against which an oar is worked.'),
+    ],
+    "U": [
+        ('Unship', 'To take something out of its place, such as an oar from its lock.'),
+        ('Under way', 'Moving through the water.'),
+    ],
+    "V": [
+        ('Vang', 'A rope that steadies a gaff or boom.'),
+        ('Voyage', 'For a whaler, often three or four years from home.'),
+    ],
+    "W": [
+        ('Waif', 'A small flag planted on a dead whale to mark it as taken.'),
+        ('Windlass', 'A winch turned by hand to raise the anchor.'),
+    ],
+    "X": [
+        ('Xebec', 'A small three-masted ship of the Mediterranean.'),
+        ('X-marked chart', 'A chart on which the places where whales were seen are crossed.'),
+    ],
+    "Y": [
+        ('Yard', 'A spar across a mast from which a square sail hangs.'),
+        ('Yaw', 'To swing off course from side to side.'),
+    ],
+    "Z": [
+        ('Zenith', 'The point of the sky straight overhead, used in taking a sight.'),
+        ('Zephyr', 'A gentle westerly breeze.'),
+    ],
 }
 
 
@@ -372,7 +451,8 @@ def tale_of_two_cities_html(out: Path, work: Path):
                    "<title>A Tale of Two Cities</title></head>\n<body>\n" + "\n".join(body)
                    + "\n</body>\n</html>\n", encoding="utf-8")
     ebook_convert(src, out / "a-tale-of-two-cities-calibre-from-html.epub", "--title", "A Tale of Two Cities",
-                  "--authors", "Charles Dickens", "--language", "en", *library_sort("Tale of Two Cities, A", "Dickens, Charles"))
+                  "--authors", "Charles Dickens", "--language", "en",
+                  *library_sort("Tale of Two Cities, A", "Dickens, Charles"))
 
 
 W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -440,7 +520,8 @@ def vingt_mille_lieues_docx(out: Path, work: Path):
     src = work / "vingt-mille-lieues.docx"
     docx(src, "Vingt mille lieues sous les mers", "Jules Verne", "fr-FR", paragraphs)
     ebook_convert(src, out / "vingt-mille-lieues-calibre-from-docx.epub", "--title",
-                  "Vingt mille lieues sous les mers", "--authors", "Jules Verne", "--language", "fr", *library_sort("Vingt mille lieues sous les mers", "Verne, Jules"))
+                  "Vingt mille lieues sous les mers", "--authors", "Jules Verne", "--language", "fr",
+                  *library_sort("Vingt mille lieues sous les mers", "Verne, Jules"))
 
 
 def main():
