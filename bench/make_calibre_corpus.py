@@ -24,8 +24,9 @@ Three are hand-made EPUBs of kinds the corpus lacked:
 * whaling-glossary-dictionary-a-z-epub3.epub: a glossary of sea and whaling words we wrote, one
   section per letter A-Z, the letters as headings.
 
-Calibre writes a random uuid and the time into each book, so a rerun gives other identifiers;
-the hand-made books are the same byte for byte.
+Calibre writes a random uuid and the time into each book, so a rerun gives other identifiers (then
+update their 'identifier' in tests/corpus_expectations.py and the SHA-256 list in NOTICE.md); the
+hand-made books come out the same byte for byte.
 """
 
 from __future__ import annotations
