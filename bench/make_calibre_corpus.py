@@ -13,6 +13,9 @@ tests/corpus/NOTICE.md):
 * vingt-mille-lieues-calibre-from-docx.epub: the first three chapters of the French Gutenberg
   edition as a Word document with Title / Heading 1 / Heading 2 styles. The DOCX is written here
   with zipfile (WordprocessingML is a handful of XML parts), so no Office suite is needed.
+* the-waste-land-calibre-from-epub.epub: the IDPF Waste Land converted EPUB to EPUB, as calibre
+  does to a book on "Convert books" (EPUB 3 in, calibre's EPUB 2 out). That book is CC BY-SA 3.0,
+  and so is this one.
 
 Three are hand-made EPUBs of kinds the corpus lacked:
 
@@ -525,6 +528,11 @@ def vingt_mille_lieues_docx(out: Path, work: Path):
                   *library_sort("Vingt mille lieues sous les mers", "Verne, Jules"))
 
 
+def waste_land_epub(out: Path):
+    ebook_convert(CORPUS / "the-waste-land-poetry-notes-epub3.epub", out / "the-waste-land-calibre-from-epub.epub",
+                  *library_sort("Waste Land, The", "Eliot, T. S."))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=CORPUS)
@@ -536,6 +544,7 @@ def main():
         moby_dick_txt(args.out, work)
         tale_of_two_cities_html(args.out, work)
         vingt_mille_lieues_docx(args.out, work)
+    waste_land_epub(args.out)
     comic(args.out)
     laozi_no_toc(args.out)
     glossary(args.out)

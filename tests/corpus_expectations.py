@@ -717,6 +717,32 @@ BOOKS = {
             ('Vingt mille lieues sous les mers', "title page (the book's title)"),
         ],
     },
+    'the-waste-land-calibre-from-epub.epub': {
+        'title': 'The Waste Land',
+        'authors': ['T.S. Eliot'],
+        'language': 'en',
+        'publisher': '',
+        # calibre drops the book's own identifier (code.google.com.epub-samples.wasteland-basic)
+        # and writes its uuid.
+        'identifier': '4a57bbf9-697d-4034-84e8-089289301880',
+        'cover_type': 'image/jpeg',
+        # EPUB 3 in, calibre's EPUB 2 out: the nav becomes an NCX of the same six fragment links,
+        # a cover page (guide type "cover") is added, and the content keeps its epub:type
+        # attributes, so the title page is still found by its type.
+        'read_share': 0.99,
+        "titles": [
+            'I. THE BURIAL OF THE DEAD',
+            'II. A GAME OF CHESS',
+            'III. THE FIRE SERMON',
+            'IV. DEATH BY WATER',
+            'V. WHAT THE THUNDER SAID',
+            'NOTES ON "THE WASTE LAND"',
+        ],
+        "skipped": [
+            ('Cover', 'cover (guide)'),
+            ('The Waste Land', 'title page (epub:type)'),
+        ],
+    },
     'drawn-panels-comic-fixed-layout-epub3.epub': {
         'title': 'Four Panels of Weather',
         'authors': ['epub2audio project'],
