@@ -122,7 +122,9 @@ def vingt_mille_lieues_chapters(n: int = 3) -> list[tuple[list[str], list[str]]]
 
 
 def laozi_chapters() -> list[tuple[str, str]]:
-    """(第N章, text) for the 81 chapters, from between Gutenberg's START and END lines."""
+    """(第N章, text) for the 81 chapters, from between Gutenberg's START and END lines, without
+    Gutenberg's "End of the Project Gutenberg EBook" line, the two section lines of the 德經, and
+    spaces: the only whitespace left in the book is the wraps we put in."""
     book = CORPUS / "laozi-daodejing-zh-epub2-ncx.epub"
     root = _doc(book, "OEBPS/7707970969783376317_24039-0-0.txt.html")
     lines = "\n".join("".join(p.itertext()) for p in root.iter() if _local(p) == "p").split("\n")
@@ -133,8 +135,8 @@ def laozi_chapters() -> list[tuple[str, str]]:
     for ln in lines[start + 1:end]:
         if re.fullmatch(r"第[一二三四五六七八九十]+章", ln):
             chapters.append((ln, []))
-        elif chapters and ln and not ln.startswith(("老子下篇", "（三十八章")):
-            chapters[-1][1].append(ln)
+        elif chapters and ln and not ln.startswith(("老子下篇", "（三十八章", "End of the Project Gutenberg")):
+            chapters[-1][1].append("".join(ln.split()))  # two lines hold a space after a stop: not a wrap
     assert len(chapters) == 81, len(chapters)
     return [(title, "".join(body)) for title, body in chapters]
 
