@@ -116,9 +116,14 @@ def vingt_mille_lieues_chapters(n: int = 3) -> list[tuple[list[str], list[str]]]
                     line.append("".join(child.itertext()) + (child.tail or ""))
             lines.append(line)
             chapters.append(([" ".join("".join(ln).split()) for ln in lines if "".join(ln).strip()], []))
-        elif name == "p" and chapters and _text(el) and el.get("class") != "center":
+        elif name == "p" and chapters and _text(el) and not _in_figure(el):
             chapters[-1][1].append(_text(el))
     return chapters
+
+
+def _in_figure(el) -> bool:
+    """Gutenberg's picture blocks (div.figcenter…): a caption and an "Agrandir" (enlarge) link."""
+    return any("fig" in (a.get("class") or "") for a in el.iterancestors())
 
 
 def laozi_chapters() -> list[tuple[str, str]]:

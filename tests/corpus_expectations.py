@@ -699,7 +699,7 @@ BOOKS = {
         'authors': ['Jules Verne'],  # calibre itself is a dc:contributor (role bkp), not an author
         'language': 'fr',
         'publisher': '',
-        'identifier': 'bb702817-6fdf-4489-973f-b8be3d7b7e76',
+        'identifier': 'be3b1ee9-5bd7-40b5-9109-bbbe16dd4b34',
         'cover_type': 'image/jpeg',
         # The Word headings hold a line break ("CHAPITRE PREMIER" / "UN ÉCUEIL FUYANT."), which
         # calibre's NCX labels lose ("CHAPITRE PREMIERUN ÉCUEIL FUYANT."): the listener should hear
