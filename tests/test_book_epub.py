@@ -1,6 +1,9 @@
 """load_book on the corpus books (exact chapter titles, skips, metadata, text checks) and on
 small synthetic EPUBs for the edge cases."""
 
+import re
+import subprocess
+import sys
 import zipfile
 
 import pytest
@@ -31,12 +34,40 @@ def chapter(b, title):
     return next(c for c in b.chapters if c.title == title)
 
 
+# Where today's reading rules get a corpus book wrong: (test, book) → why. The ground truth stays in
+# corpus_expectations; strict, so a rule that fixes the book turns its test red until the mark goes.
+KNOWN_WRONG = {
+    ("titles", "moby-dick-calibre-from-txt.epub"):
+        "issue 20: calibre's only TOC entry ('Start') is its cover page; the whole book goes with it, "
+        "0 chapters, instead of splitting at the 'CHAPTER N.' lines",
+    ("skipped", "moby-dick-calibre-from-txt.epub"):
+        "issue 20: everything after calibre's 'Start' cover entry is skipped as the cover; the title "
+        "block is not found as a title page",
+    ("titles", "vingt-mille-lieues-calibre-from-docx.epub"):
+        "calibre's NCX labels lose the heading's <br/> ('CHAPITRE PREMIERUN ÉCUEIL FUYANT.'), and the "
+        "Title-style paragraph before the first entry is read as a chapter",
+    ("skipped", "vingt-mille-lieues-calibre-from-docx.epub"):
+        "the book's title paragraph before the first TOC entry is not skipped as a title page",
+    ("titles", "laozi-no-toc-hard-wrapped-zh-epub2.epub"):
+        "issue 20: a book without any TOC becomes one chapter; the 第N章 paragraphs are not split at",
+    ("refused", "drawn-panels-comic-fixed-layout-epub3.epub"):
+        "issue 20: a book with no text at all loads as 0 chapters and --list-chapters exits 0",
+    ("line wraps", "laozi-no-toc-hard-wrapped-zh-epub2.epub"):
+        "issue 20: whitespace between two CJK characters is a line wrap, but it is read as a space",
+}
+
+
+def corpus_books(test: str, names=None):
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[(test, n)]))
+            if (test, n) in KNOWN_WRONG else n for n in sorted(BOOKS if names is None else names)]
+
+
 def test_every_corpus_book_has_expectations(corpus):
     on_disk = {p.name for p in corpus.glob("*.epub")}
     assert on_disk == set(BOOKS) | {BROKEN}
 
 
-@pytest.mark.parametrize("name", sorted(BOOKS))
+@pytest.mark.parametrize("name", corpus_books("titles"))
 def test_chapter_titles(corpus, name):
     expected = BOOKS[name]
     titles = [c.title for c in book(corpus, name).chapters]
@@ -48,7 +79,7 @@ def test_chapter_titles(corpus, name):
         assert titles[-len(expected["last_titles"]):] == expected["last_titles"]
 
 
-@pytest.mark.parametrize("name", sorted(BOOKS))
+@pytest.mark.parametrize("name", corpus_books("skipped"))
 def test_skipped_items(corpus, name):
     skipped = [(s.title, s.reason) for s in book(corpus, name).skipped]
     assert skipped == BOOKS[name]["skipped"]
@@ -73,6 +104,23 @@ def test_no_empty_chapters_and_clean_text(corpus, name):
         for p in c.paragraphs:
             assert p == p.strip() and "  " not in p and "\n" not in p
             assert not set(p) & {"\u00ad", "\u200b", "\u2060", "\ufeff"}
+
+
+@pytest.mark.parametrize("name", corpus_books("refused", [n for n in BOOKS if "refused" in BOOKS[n]]))
+def test_book_without_text_is_refused_in_one_line_with_exit_2(corpus, tmp_path, name):
+    run = subprocess.run([sys.executable, "-m", "epub2audio.cli", str(corpus / name), "--list-chapters"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 2
+    assert run.stderr.count("\n") == 1 and run.stderr.startswith(f"{name}: ") and "text" in run.stderr
+
+
+@pytest.mark.parametrize("name", corpus_books("line wraps", ["laozi-no-toc-hard-wrapped-zh-epub2.epub"]))
+def test_hard_wrapped_chinese_is_read_without_the_wraps(corpus, name):
+    # The book's only whitespace is its wraps, every 20 characters: after 天地 (Han | Han) and
+    # after 妙； (full-width punctuation | Han) in chapter 1.
+    text = "".join(p for c in book(corpus, name).chapters for p in c.paragraphs)
+    assert "無名天地之始" in text and "以觀其妙；常有欲" in text
+    assert not re.search(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\ufe30-\ufe6f\uff00-\uffef]\s", text)
 
 
 def test_moby_dick_first_paragraph(corpus):  # its load time is measured by bench/load_books.py
