@@ -14,6 +14,14 @@ seconds / 10 s. It reports, for the device against the CPU (fp32 both):
   * HiFT: RTF on the device and on the CPU at 1 thread (as the voice runs it) and at all cores;
     waveform max difference and SNR; which is faster (devices.py's auto placement).
   * the whole CosyVoice3Voice on the device (LLM + flow + HiFT through voice.py).
+  * llm_step: the torch LLM's dynamic decode step against the static one (llm_static.py), eager and
+    replayed as a CUDA graph: tokens/s and RTF of each; whether the graph gives exactly the eager
+    static step's log-probs and tokens; how far static is from dynamic (max |logp| difference,
+    sampled tokens equal).
+  * throughput: a 30-segment chapter read by N = 1, 2, 4, 8 worker processes on the one device,
+    each decoding one segment alone (static step + graph where on CUDA): audio seconds per wall
+    second, the gain of each N over the last, the N that `--workers auto` would pick (the last
+    that still added at least 10 %), and how many segments are byte-identical to the solo run.
 Imports only torch, numpy and the engine (no frontend audio libraries). Each section is written to
 --out as soon as it is done, so a run cut short still leaves its figures.
 """
@@ -264,31 +272,8 @@ def check_hift(report: Report, device: str, small: bool, mel: torch.Tensor) -> N
 
 def check_voice(report: Report, device: str, small: bool, n_prompt: int, n_gen: int) -> None:
     """The CosyVoice3Voice (voice.py's speech_tokens / render / synthesize) with every stage on `device`."""
-    import numpy as np
-
-    from epub2audio.voices.base import VoiceInfo
-    from epub2audio.voices.cosyvoice3.profile import Profile
-    from epub2audio.voices.cosyvoice3.voice import CosyVoice3Voice
-
-    class ByteTokenizer:  # text ids are all the LLM needs; the real BPE is not the point here
-        def encode(self, text: str) -> list[int]:
-            return list(text.encode("utf-8"))
-
-    config = llm_config(small)
-    llm = TorchSpeechLM(CosyVoice3LM.from_checkpoint(config, llm_state(config, device)))
-    flow = load_flow(random_flow_state_dict(tiny_flow_args() if small else FlowArgs(), seed=1, device=device))
-    hift_sd = random_hift_state_dict(tiny_hift_args() if small else HiFTArgs(), seed=2, device=device)
-    hift = load_hift(hift_sd, max_seconds=n_gen / 25 + 1).to(device)  # as voice.load: stft window too
-    rng = np.random.default_rng(0)
-    profile = Profile(
-        name="gpu", transcript="random", prompt_text_ids=rng.integers(0, 500, 30).astype(np.int64),
-        speech_tokens=rng.integers(0, 6561, n_prompt).astype(np.int64),
-        mel=rng.standard_normal((2 * n_prompt, 80)).astype(np.float32),
-        embedding=rng.standard_normal(192).astype(np.float32), wav_sha256="", model_id="random", created="",
-    )  # fmt: skip
-    voice = CosyVoice3Voice(info=VoiceInfo("cosyvoice3:gpu", "gpu", 24000, "torch", "fp32", "random"),
-                            tokenizer=ByteTokenizer(), llm=llm, flow=flow, hift=hift,
-                            profile=profile, max_tokens_per_segment=n_gen)
+    voice = build_voice(device, small, n_prompt, n_gen)
+    llm, flow, hift = voice.llm, voice.flow, voice.hift
     text = "Once upon a time there were three little pigs, and they went out into the world."
     voice.synthesize(text[:20], seed=0)  # warm-up
     pcm, t = timed(device, lambda: voice.synthesize(text, seed=1))
@@ -299,12 +284,148 @@ def check_voice(report: Report, device: str, small: bool, n_prompt: int, n_gen: 
                          "audio_s": r4(audio), "rtf": r4(t / audio), "same_bytes_twice": pcm == again})
 
 
+# ------------------------------------------------------------------------------- llm decode step
+
+
+def check_llm_step(report: Report, device: str, small: bool, n_prompt: int, n_gen: int) -> None:
+    from epub2audio.voices.cosyvoice3.llm_static import StaticDecoder
+
+    config = llm_config(small)
+    model = CosyVoice3LM.from_checkpoint(config, llm_state(config, device))
+    text_ids = list(range(10, 40))
+    prompt = [int(x) for x in torch.randint(0, 6561, (n_prompt,), generator=torch.Generator().manual_seed(1))]
+
+    class Session:  # a decoding session factory with the device the timing syncs on
+        def __init__(self, start):
+            self.start_decoding, self.device = start, device
+
+    steps = {"dynamic": Session(model.start_decoding),
+             "static_eager": Session(StaticDecoder(model, use_graph=False).start_decoding)}
+    if device == "cuda":
+        steps["static_graph"] = Session(StaticDecoder(model, use_graph=True).start_decoding)
+    out, tokens, logps = {}, {}, {}
+    for name, lm in steps.items():
+        decode(lm, text_ids, prompt, 8)  # warm-up: kernels, allocator, the graph's first capture
+        tokens[name], pre, dec = decode(lm, text_ids, prompt, n_gen)
+        out[name] = {"prefill_s": r4(pre), "decode_tok_s": r4(len(tokens[name]) / dec), "rtf": r4((pre + dec) / SECONDS)}
+        session = lm.start_decoding(text_ids, prompt)  # teacher-forced on the dynamic path's tokens
+        with torch.inference_mode():
+            logps[name] = torch.stack([session(None)] + [session(t) for t in tokens["dynamic"]])
+    out["static_eager_vs_dynamic"] = {"logp_max_abs": r4(max_abs(logps["static_eager"], logps["dynamic"])),
+                                      "tokens_equal": tokens["static_eager"] == tokens["dynamic"]}
+    if "static_graph" in steps:
+        out["graph_vs_static_eager"] = {"logp_bit_equal": bool(torch.equal(logps["static_graph"], logps["static_eager"])),
+                                        "tokens_equal": tokens["static_graph"] == tokens["static_eager"],
+                                        "decode_speedup": r4(out["static_graph"]["decode_tok_s"] / out["static_eager"]["decode_tok_s"])}
+    report.put("llm_step", out)
+
+
+# ---------------------------------------------------------------------------- workers on one GPU
+
+CHAPTER = [f"Sentence {i} of the chapter, which the narrator reads at an even pace." for i in range(30)]
+
+
+def _throughput_worker(rank, device, small, n_prompt, seg_tokens, todo, done, ready, go):
+    """One worker process: its own voice on the shared device, one segment at a time from the queue."""
+    import hashlib
+
+    torch.set_num_threads(1)
+    if device == "cuda":
+        exact_fp32_on_cuda()
+    voice = build_voice(device, small, n_prompt, seg_tokens, step="auto")
+    voice.synthesize(CHAPTER[0][:12], seed=0)  # warm-up (and the graph's capture) before the clock starts
+    ready.put(rank)
+    go.wait()
+    while True:
+        index = todo.get()
+        if index is None:
+            break
+        pcm = voice.synthesize(CHAPTER[index], seed=1000 + index)
+        done.put((index, hashlib.sha256(pcm).hexdigest(), len(pcm) / 2 / 24000))
+
+
+def read_chapter(device: str, small: bool, n_prompt: int, seg_tokens: int, workers: int) -> tuple[float, float, dict]:
+    """(audio seconds, wall seconds, {segment: sha256}) for CHAPTER read by `workers` processes."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")  # CUDA cannot be used in a forked child
+    todo, done, ready, go = ctx.Queue(), ctx.Queue(), ctx.Queue(), ctx.Event()
+    procs = [ctx.Process(target=_throughput_worker, args=(r, device, small, n_prompt, seg_tokens, todo, done, ready, go))
+             for r in range(workers)]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        ready.get(timeout=1800)
+    for i in range(len(CHAPTER)):
+        todo.put(i)
+    for _ in procs:
+        todo.put(None)
+    t = time.perf_counter()
+    go.set()
+    results = [done.get(timeout=3600) for _ in CHAPTER]
+    wall = time.perf_counter() - t
+    for p in procs:
+        p.join()
+    return sum(r[2] for r in results), wall, {r[0]: r[1] for r in results}
+
+
+def check_throughput(report: Report, device: str, small: bool, n_prompt: int, counts: list[int]) -> None:
+    seg_tokens = 20 if small else 100  # 4 s of speech a segment at full size; random weights run to the cap
+    out: dict = {"segments": len(CHAPTER)}
+    solo, previous, auto = None, None, None  # previous: (workers, rate) of the last count measured
+    for n in counts:
+        audio, wall, hashes = read_chapter(device, small, n_prompt, seg_tokens, n)
+        solo = solo or hashes
+        rate = audio / wall
+        gain = None if previous is None else rate / previous[1] - 1
+        if auto is None and gain is not None and gain < 0.10:
+            auto = previous[0]  # this worker added less than 10 %: stop at the one before
+        out[f"workers_{n}"] = {"audio_s": r4(audio), "wall_s": r4(wall), "audio_s_per_wall_s": r4(rate),
+                               "gain_over_previous": None if gain is None else r4(gain),
+                               "segments_identical_to_solo": sum(hashes[i] == solo[i] for i in hashes)}
+        previous = (n, rate)
+        report.put("throughput", out)
+    out["auto_workers"] = auto if auto is not None else counts[-1]
+    report.put("throughput", out)
+
+
+def build_voice(device: str, small: bool, n_prompt: int, n_gen: int, step: str = "dynamic"):
+    """A CosyVoice3Voice on random weights with every stage on `device` (text ids are bytes)."""
+    import numpy as np
+
+    from epub2audio.voices.base import VoiceInfo
+    from epub2audio.voices.cosyvoice3.llm_static import choose_step
+    from epub2audio.voices.cosyvoice3.profile import Profile
+    from epub2audio.voices.cosyvoice3.voice import CosyVoice3Voice
+
+    class ByteTokenizer:  # text ids are all the LLM needs; the real BPE is not the point here
+        def encode(self, text: str) -> list[int]:
+            return list(text.encode("utf-8"))
+
+    config = llm_config(small)
+    llm = TorchSpeechLM(CosyVoice3LM.from_checkpoint(config, llm_state(config, device)), choose_step(step, device))
+    flow = load_flow(random_flow_state_dict(tiny_flow_args() if small else FlowArgs(), seed=1, device=device))
+    hift_sd = random_hift_state_dict(tiny_hift_args() if small else HiFTArgs(), seed=2, device=device)
+    hift = load_hift(hift_sd, max_seconds=n_gen / 25 + 1).to(device)  # as voice.load: stft window too
+    rng = np.random.default_rng(0)
+    profile = Profile(
+        name="gpu", transcript="random", prompt_text_ids=rng.integers(0, 500, 30).astype(np.int64),
+        speech_tokens=rng.integers(0, 6561, n_prompt).astype(np.int64),
+        mel=rng.standard_normal((2 * n_prompt, 80)).astype(np.float32),
+        embedding=rng.standard_normal(192).astype(np.float32), wav_sha256="", model_id="random", created="",
+    )  # fmt: skip
+    return CosyVoice3Voice(info=VoiceInfo("cosyvoice3:gpu", "gpu", 24000, "torch", "fp32", "random"),
+                           tokenizer=ByteTokenizer(), llm=llm, flow=flow, hift=hift,
+                           profile=profile, max_tokens_per_segment=n_gen)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--device", default="cuda", help="the accelerator to check (cpu: a dry run)")
     p.add_argument("--small", action="store_true", help="tiny dims and short sequences (a dry run of the script)")
-    p.add_argument("--only", default="llm,flow,hift,voice")
+    p.add_argument("--only", default="llm,flow,hift,voice,llm_step,throughput")
+    p.add_argument("--workers", default="1,2,4,8", help="the worker counts of the throughput section")
     a = p.parse_args()
     torch.manual_seed(0)
     report = Report(a.out)
@@ -323,6 +444,9 @@ def main() -> int:
         "flow": lambda: state.update(mel=check_flow(report, a.device, a.small, state["tokens"], n_prompt)),
         "hift": lambda: check_hift(report, a.device, a.small, state["mel"]),
         "voice": lambda: check_voice(report, a.device, a.small, n_prompt, n_gen),
+        "llm_step": lambda: check_llm_step(report, a.device, a.small, n_prompt, n_gen),
+        "throughput": lambda: check_throughput(report, a.device, a.small, n_prompt,
+                                               [int(n) for n in a.workers.split(",")]),
     }
     failed = 0
     for name, run in sections.items():

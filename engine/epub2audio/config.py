@@ -8,6 +8,8 @@ environment variables, command-line options. Keys in config.toml:
   llm_backend = "auto"           llm_precision = "fp32"         flow_precision = "fp32"
   hift_precision = "fp32"        device = "auto"                (auto, cpu, cuda, mps)
   device_llm / device_flow / device_hift = "cpu" ...   (one stage's device; `--device` overrides)
+  llm_step = "auto"              (CosyVoice3's torch LLM: "static" = fixed shapes, replayed as a CUDA
+                                  graph on CUDA, the default there; "dynamic" elsewhere)
   pipeline_depth = 1             (2: a CosyVoice3 worker decodes the next segment while rendering)
   length_cap = "tight"           (CosyVoice3: a segment that reaches it is re-split; "upstream": 20 per
                                   text token and cut there, as upstream)

@@ -44,6 +44,8 @@ def cosyvoice3_options(args: argparse.Namespace, config: dict) -> dict:
                "hift_precision": config.get("hift_precision", "fp32"),
                # a job re-splits a segment that reaches the cap, so it can afford the tight one
                "length_cap": config.get("length_cap", "tight"),
+               # the torch LLM's decode step: static (a CUDA graph) on CUDA under auto (llm_static.py)
+               "llm_step": config.get("llm_step", "auto"),
                "device": flag("device") or config.get("device", "auto")}
     if options["llm_precision"] == "int4":  # an expert choice, never a preset (bench/llm_lengths.py)
         print("warning: --llm-precision int4 may change the pacing: it lowers the stop-token log-prob by 0.11 on "

@@ -114,3 +114,16 @@ def test_audio_does_not_depend_on_the_thread_count(voice):
         torch.set_num_threads(before)
     assert torch.equal(one, two)
     assert torch.get_num_threads() == before
+
+
+def test_the_static_decode_step_is_part_of_the_voice_and_reads_the_same_tokens(tiny_model_dir, profile_dir, voice):
+    """--llm-step static (the CUDA-graph step, llm_static.py) on the CPU: another model id, since its
+    attention sums over a padded cache, and on these seeds the same speech tokens as the dynamic step."""
+    static = CosyVoice3Voice.load(tiny_model_dir, profile_dir, max_tokens_per_segment=60, llm_backend="torch",
+                                  llm_step="static")
+    assert voice.llm.step == "dynamic"  # "auto" off CUDA
+    assert static.info.model_id == voice.info.model_id + "+step-static"
+    for seed in (7, 8, 1986):
+        assert static.speech_tokens(TEXT_A, seed) == voice.speech_tokens(TEXT_A, seed)
+    with pytest.raises(ValueError, match="decode step"):
+        CosyVoice3Voice.load(tiny_model_dir, profile_dir, llm_backend="torch", llm_step="graph")

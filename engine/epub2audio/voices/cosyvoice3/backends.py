@@ -172,8 +172,16 @@ class TorchSpeechLM:
 
     backend = "torch"
 
-    def __init__(self, model: CosyVoice3LM) -> None:
+    def __init__(self, model: CosyVoice3LM, step: str = "dynamic") -> None:
         self.model = model
+        # "dynamic": llm.py's own cache and attention; "static": llm_static's fixed-shape step,
+        # replayed as a CUDA graph on CUDA. Different arithmetic, so part of the voice's identity.
+        self.step = step
+        self._static = None
+        if step == "static":
+            from .llm_static import StaticDecoder
+
+            self._static = StaticDecoder(model)
 
     @property
     def args(self) -> LLMArgs:
@@ -195,12 +203,19 @@ class TorchSpeechLM:
         return torch_module_precision(self.model)
 
     def start_decoding(self, text_ids: Sequence[int], prompt_speech_tokens: Sequence[int]) -> NextLogp:
+        if self._static is not None:
+            return self._static.start_decoding(text_ids, prompt_speech_tokens)
         return self.model.start_decoding(text_ids, prompt_speech_tokens)
 
 
-def build_torch_llm(config_json: dict, state_dict: dict, precision: str = "fp32", device: str = "cpu") -> TorchSpeechLM:
+def build_torch_llm(config_json: dict, state_dict: dict, precision: str = "fp32", device: str = "cpu",
+                    step: str = "dynamic") -> TorchSpeechLM:
     """The torch LLM at `precision` on `device` (cast on the CPU first, then moved: half the copy).
-    Its log-probabilities come back to the host as CPU fp32 whatever the device (llm.speech_logp)."""
+    Its log-probabilities come back to the host as CPU fp32 whatever the device (llm.speech_logp).
+    `step`: "dynamic", "static" or "auto" (llm_static.choose_step: static on CUDA)."""
+    from .llm_static import choose_step
+
+    step = choose_step(step, device)
     check_precision("torch", precision)
     if precision == "int8" and device != "cpu":
         raise ValueError(f"the torch int8 LLM (dynamic quantisation) runs on the CPU only, not {device}")
@@ -219,7 +234,7 @@ def build_torch_llm(config_json: dict, state_dict: dict, precision: str = "fp32"
         _quantize_int8_dynamic(model)
     if device != "cpu":
         model.to(device)
-    return TorchSpeechLM(model)
+    return TorchSpeechLM(model, step)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,6 +260,7 @@ def build_llm(
     cache_root: Any = None,
     threads: int | None = None,
     device: str = "cpu",
+    step: str = "auto",
 ) -> SpeechLM:
     """The LLM stage of `checkpoint` (a `checkpoint.Checkpoint`) on a backend at a precision.
 
@@ -256,7 +272,8 @@ def build_llm(
     cache_dir()/onnx/<model_id>-<precision>/; only the two embedding tables of llm.pt are kept
     (memory-mapped), and the session runs `threads` intra-op threads (default: torch's count,
     i.e. the worker's budget). `device` places the torch LLM ("cpu", "cuda", "mps"); the MLX and
-    ONNX backends place themselves (devices.py decides which backend a device gets).
+    ONNX backends place themselves (devices.py decides which backend a device gets). `step`
+    chooses the torch LLM's decode step (llm_static.choose_step); the other backends have their own.
     """
     chosen = choose_llm_backend(backend, platform, precision=precision)
     if chosen != "torch" and device != "cpu":
@@ -292,7 +309,7 @@ def build_llm(
             cache_root,
             release=release,
         )
-    lm = build_torch_llm(checkpoint.qwen_config, sd, precision, device)
+    lm = build_torch_llm(checkpoint.qwen_config, sd, precision, device, step)
     del sd
     release()
     return lm

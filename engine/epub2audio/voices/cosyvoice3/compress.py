@@ -520,9 +520,11 @@ def _text_table(stored: dict) -> nn.Module:
     return table if ROW_MAP_KEY not in stored else CompactEmbedding(table, stored[ROW_MAP_KEY])
 
 
-def build_llm_from_folder(ckpt, backend: str = "auto", precision: str = "fp32", *, threads=None, device: str = "cpu"):
+def build_llm_from_folder(ckpt, backend: str = "auto", precision: str = "fp32", *, threads=None, device: str = "cpu",
+                          step: str = "auto"):
     """The LLM stage of a compressed checkpoint (rule in the module docstring)."""
     from .backends import TorchSpeechLM, build_llm
+    from .llm_static import choose_step
 
     stored_as = stored_precision(ckpt, "llm")
     if precision in ("fp32", stored_as) and device == "cpu" and _runs_on_mlx(backend, precision):
@@ -539,12 +541,12 @@ def build_llm_from_folder(ckpt, backend: str = "auto", precision: str = "fp32", 
         ckpt.llm_state_dict = {}
         if device != "cpu":
             model.to(device)
-        return TorchSpeechLM(model)
+        return TorchSpeechLM(model, choose_step(step, device))
     from dataclasses import replace
 
     full = replace(ckpt, llm_state_dict=dequantized_llm_state_dict(ckpt.llm_state_dict))
     ckpt.llm_state_dict = {}
-    return build_llm(full, backend, precision, threads=threads, device=device)
+    return build_llm(full, backend, precision, threads=threads, device=device, step=step)
 
 
 def _runs_on_mlx(backend: str, precision: str) -> bool:

@@ -96,6 +96,7 @@ class CosyVoice3Voice:
         device_flow: str | None = None,
         device_hift: str | None = None,
         length_cap: str = "upstream",
+        llm_step: str = "auto",
     ) -> "CosyVoice3Voice":
         """Load weights (memory-mapped) and a saved profile. Needs no ONNX model.
 
@@ -114,6 +115,8 @@ class CosyVoice3Voice:
         there, exactly as upstream) or "tight" (what a job uses: max(12 per text token, 2 s), and
         reaching it, or `max_tokens_per_segment`, raises LengthCapReached so that the job re-splits
         the text instead of keeping cut audio); see generate.LENGTH_CAPS for why.
+        llm_step: the torch LLM's decode step: "auto" (static, replayed as a CUDA graph, on CUDA;
+        dynamic elsewhere), "dynamic" or "static" (llm_static.py).
         """
         if length_cap not in LENGTH_CAPS:
             raise ValueError(f"length cap must be one of {', '.join(LENGTH_CAPS)}; got {length_cap!r}")
@@ -135,13 +138,14 @@ class CosyVoice3Voice:
         tokenizer = frontend.load_text_tokenizer(ckpt.paths.blank_en)
         row_of_id = None
         if ckpt.compressed is None:  # frees ckpt's torch LLM tensors
-            llm = build_llm(ckpt, place.llm_backend, llm_precision, threads=threads, device=place.llm)
+            llm = build_llm(ckpt, place.llm_backend, llm_precision, threads=threads, device=place.llm, step=llm_step)
             flow = load_flow(ckpt.flow_state_dict)
         else:  # a compressed folder runs at its stored precisions unless asked for another option
             from .compress import ROW_MAP_KEY, build_llm_from_folder, stage_precision, stored_precision
 
             row_of_id = ckpt.llm_state_dict.get(ROW_MAP_KEY)
-            llm = build_llm_from_folder(ckpt, place.llm_backend, llm_precision, threads=threads, device=place.llm)
+            llm = build_llm_from_folder(ckpt, place.llm_backend, llm_precision, threads=threads, device=place.llm,
+                                        step=llm_step)
             flow_stored = stored_precision(ckpt, "flow")
             flow_precision = stage_precision(flow_stored, flow_precision)
             flow = load_flow(ckpt.flow_state_dict, keep_dtype=flow_precision == flow_stored)
@@ -185,6 +189,8 @@ class CosyVoice3Voice:
 
             versions.update({"mlx": version("mlx"), "mlx-lm": version("mlx-lm")})
         recipe = f"+mlx-{llm.recipe}" if getattr(llm, "recipe", "") else ""  # a folder's own quantisation on MLX
+        if getattr(llm, "step", "dynamic") == "static":  # its attention sums over a padded cache
+            recipe += "+step-static"
         if "onnx" in backend:
             import onnxruntime
 
