@@ -1,0 +1,222 @@
+"""What a narrator says for written German: the German normaliser's table of cases, by category.
+
+Each case is (written, [readings]): it passes when the normaliser's output equals any one of the
+readings. The sentences are ours, written from how German narrators read aloud. Numbers are
+written as one word, as German writes them ("einundzwanzig"); "einhundert" and "hundert",
+"eintausend" and "tausend" are both heard. Categories in HEADINGS are normalised as headings.
+"""
+
+CARDINALS = [
+    ("Er war 53 Jahre alt.", ["Er war dreiundfünfzig Jahre alt."]),
+    ("Es waren 11 Männer.", ["Es waren elf Männer."]),
+    ("Er zählte 0 Fehler.", ["Er zählte null Fehler."]),
+    ("Er zählte bis 1.", ["Er zählte bis eins."]),
+    ("Er hatte 1 Frau und 1 Kind.", ["Er hatte eine Frau und ein Kind."]),
+    ("nach 1 Stunde", ["nach einer Stunde", "nach eine Stunde"]),
+    ("1 Tag", ["ein Tag"]),
+    ("Es sind 21 Stück.", ["Es sind einundzwanzig Stück."]),
+    ("genau 100 Schritte", ["genau hundert Schritte", "genau einhundert Schritte"]),
+    ("eine Stadt mit 1.234 Einwohnern", ["eine Stadt mit tausendzweihundertvierunddreißig Einwohnern",
+                                         "eine Stadt mit eintausendzweihundertvierunddreißig Einwohnern"]),
+    ("eine Stadt mit 1’234 Einwohnern", ["eine Stadt mit tausendzweihundertvierunddreißig Einwohnern",
+                                         "eine Stadt mit eintausendzweihundertvierunddreißig Einwohnern"]),
+    ("eine Stadt mit 1 234 Einwohnern", ["eine Stadt mit tausendzweihundertvierunddreißig Einwohnern",
+                                         "eine Stadt mit eintausendzweihundertvierunddreißig Einwohnern"]),
+    ("20.000 Meilen", ["zwanzigtausend Meilen"]),
+    ("1.000.000 Menschen", ["eine Million Menschen"]),
+    ("3.000.000 Menschen", ["drei Millionen Menschen"]),
+    ("Der Wert ist 3,14.", ["Der Wert ist drei Komma eins vier.", "Der Wert ist drei Komma vierzehn."]),
+    ("1.234,5", ["tausendzweihundertvierunddreißig Komma fünf", "eintausendzweihundertvierunddreißig Komma fünf"]),
+    ("0,5", ["null Komma fünf"]),
+    ("Es fiel auf -5.", ["Es fiel auf minus fünf."]),
+    ("Seiten 12-15", ["Seiten zwölf bis fünfzehn"]),
+    ("zwischen 3 und 4 Uhr", ["zwischen drei und vier Uhr"]),
+    ("der Typ B2", ["der Typ B zwei"]),
+    ("Er kam mit 71 Mann.", ["Er kam mit einundsiebzig Mann."]),
+]
+
+ORDINALS = [
+    ("der 1. Tag", ["der erste Tag"]),
+    ("am 2. Tag", ["am zweiten Tag"]),
+    ("im 19. Jahrhundert", ["im neunzehnten Jahrhundert"]),
+    ("das 20. Jahrhundert", ["das zwanzigste Jahrhundert"]),
+    ("des 18. Jahrhunderts", ["des achtzehnten Jahrhunderts"]),
+    ("die 3. Auflage", ["die dritte Auflage"]),
+    ("zum 100. Geburtstag", ["zum hundertsten Geburtstag"]),
+    ("seinen 21. Geburtstag", ["seinen einundzwanzigsten Geburtstag"]),
+    ("eine 2. Chance", ["eine zweite Chance"]),
+    ("beim 3. Versuch", ["beim dritten Versuch"]),
+    ("im 1. Stock", ["im ersten Stock"]),
+    ("im XIX. Jahrhundert", ["im neunzehnten Jahrhundert"]),
+    ("vom 7. bis zum 9. Tag", ["vom siebten bis zum neunten Tag"]),
+    ("Er war 7. Dann ging er.", ["Er war sieben. Dann ging er."]),
+    ("Er wurde Sieger im 3. Lauf.", ["Er wurde Sieger im dritten Lauf."]),
+    ("der 2. Weltkrieg", ["der zweite Weltkrieg"]),
+]
+
+YEARS = [
+    ("im Jahr 1789", ["im Jahr siebzehnhundertneunundachtzig"]),
+    ("1990 fiel die Mauer.", ["neunzehnhundertneunzig fiel die Mauer."]),
+    ("Im Jahre 1517 schlug Luther", ["Im Jahre fünfzehnhundertsiebzehn schlug Luther"]),
+    ("1900", ["neunzehnhundert"]),
+    ("2005", ["zweitausendfünf"]),
+    ("von 1914 bis 1918", ["von neunzehnhundertvierzehn bis neunzehnhundertachtzehn"]),
+    ("1914-1918", ["neunzehnhundertvierzehn bis neunzehnhundertachtzehn"]),
+    ("44 v. Chr.", ["vierundvierzig vor Christus"]),
+    ("Caesar starb 44 v. Chr. in Rom.", ["Caesar starb vierundvierzig vor Christus in Rom."]),
+    ("Er starb 44 v. Chr.", ["Er starb vierundvierzig vor Christus."]),
+    ("im Jahr 9 n. Chr.", ["im Jahr neun nach Christus"]),
+    ("476 n. Chr.", ["vierhundertsechsundsiebzig nach Christus"]),
+    ("753 v. Chr.", ["siebenhundertdreiundfünfzig vor Christus"]),
+    ("um 300 v. u. Z.", ["um dreihundert vor unserer Zeitrechnung"]),
+    ("800 n.Chr.", ["achthundert nach Christus"]),
+    ("im 5. Jh. v. Chr.", ["im fünften Jahrhundert vor Christus"]),
+]
+
+DATES = [
+    ("3. Oktober 1990", ["dritter Oktober neunzehnhundertneunzig"]),
+    ("am 3. Oktober 1990", ["am dritten Oktober neunzehnhundertneunzig"]),
+    ("der 9. November 1989", ["der neunte November neunzehnhundertneunundachtzig"]),
+    ("Berlin, den 1. Mai", ["Berlin, den ersten Mai"]),
+    ("seit dem 1. Januar", ["seit dem ersten Januar"]),
+    ("am 24. Dezember", ["am vierundzwanzigsten Dezember"]),
+    ("am 3.10.1990", ["am dritten Oktober neunzehnhundertneunzig", "am dritten Zehnten neunzehnhundertneunzig"]),
+    ("Montag, 3. März", ["Montag, dritter März"]),
+    ("im Mai 1945", ["im Mai neunzehnhundertfünfundvierzig"]),
+    ("am 1. Jänner", ["am ersten Jänner"]),
+    ("vom 1. bis 3. Mai", ["vom ersten bis dritten Mai"]),
+    ("Ende Juli 1914", ["Ende Juli neunzehnhundertvierzehn"]),
+]
+
+TIMES = [
+    ("um 14.30 Uhr", ["um vierzehn Uhr dreißig"]),
+    ("um 14:30 Uhr", ["um vierzehn Uhr dreißig"]),
+    ("um 8 Uhr", ["um acht Uhr"]),
+    ("um 1 Uhr", ["um ein Uhr", "um eins"]),
+    ("um 14.05 Uhr", ["um vierzehn Uhr fünf", "um vierzehn Uhr null fünf"]),
+    ("um 0.30 Uhr", ["um null Uhr dreißig"]),
+    ("um 14:30", ["um vierzehn Uhr dreißig"]),
+    ("von 9 bis 17 Uhr", ["von neun bis siebzehn Uhr"]),
+    ("Der Zug fährt um 7.45 Uhr ab.", ["Der Zug fährt um sieben Uhr fünfundvierzig ab."]),
+    ("um 23.59 Uhr", ["um dreiundzwanzig Uhr neunundfünfzig"]),
+    ("gegen 12 Uhr mittags", ["gegen zwölf Uhr mittags"]),
+    ("um 20 Uhr 15", ["um zwanzig Uhr fünfzehn"]),
+]
+
+CURRENCY = [
+    ("Es kostet 12,50 €.", ["Es kostet zwölf Euro fünfzig.", "Es kostet zwölf Euro und fünfzig Cent."]),
+    ("1 €", ["ein Euro"]),
+    ("100 €", ["hundert Euro", "einhundert Euro"]),
+    ("0,50 €", ["fünfzig Cent"]),
+    ("3 Mark", ["drei Mark"]),
+    ("1 Mark", ["eine Mark"]),
+    ("5 DM", ["fünf Mark", "fünf D-Mark"]),
+    ("1,50 DM", ["eine Mark fünfzig", "eine D-Mark fünfzig"]),
+    ("10 $", ["zehn Dollar"]),
+    ("$10", ["zehn Dollar"]),
+    ("20 Pf.", ["zwanzig Pfennig."]),
+    ("20 Pf. für Brot", ["zwanzig Pfennig für Brot"]),
+    ("£5", ["fünf Pfund"]),
+    ("5 Fr.", ["fünf Franken."]),
+    ("1.000.000 €", ["eine Million Euro"]),
+    ("€ 20", ["zwanzig Euro"]),
+    ("für 3 Taler", ["für drei Taler"]),
+]
+
+UNITS = [
+    ("5 km", ["fünf Kilometer"]),
+    ("1 km", ["ein Kilometer"]),
+    ("1,5 km", ["eins Komma fünf Kilometer", "anderthalb Kilometer"]),
+    ("30 cm", ["dreißig Zentimeter"]),
+    ("3 m", ["drei Meter"]),
+    ("2 kg", ["zwei Kilogramm", "zwei Kilo"]),
+    ("500 g", ["fünfhundert Gramm"]),
+    ("2 l", ["zwei Liter"]),
+    ("1 t", ["eine Tonne"]),
+    ("3 t", ["drei Tonnen"]),
+    ("20 °C", ["zwanzig Grad Celsius", "zwanzig Grad"]),
+    ("-5 °C", ["minus fünf Grad Celsius", "minus fünf Grad"]),
+    ("50 %", ["fünfzig Prozent"]),
+    ("50%", ["fünfzig Prozent"]),
+    ("mit 90 km/h", ["mit neunzig Kilometer pro Stunde", "mit neunzig Stundenkilometern",
+                     "mit neunzig Kilometern pro Stunde"]),
+    ("100 m²", ["hundert Quadratmeter", "einhundert Quadratmeter"]),
+    ("ein Winkel von 45°", ["ein Winkel von fünfundvierzig Grad"]),
+    ("10 km²", ["zehn Quadratkilometer"]),
+    ("3 ha", ["drei Hektar"]),
+]
+
+ABBREVIATIONS = [
+    ("z. B. Äpfel", ["zum Beispiel Äpfel"]),
+    ("z.B. Äpfel", ["zum Beispiel Äpfel"]),
+    ("Äpfel, Birnen usw.", ["Äpfel, Birnen und so weiter."]),
+    ("Äpfel usw. kaufte er", ["Äpfel und so weiter kaufte er"]),
+    ("Hr. Müller", ["Herr Müller"]),
+    ("an Hrn. Müller", ["an Herrn Müller"]),
+    ("Fr. Schmidt", ["Frau Schmidt"]),
+    ("Dr. Faust", ["Doktor Faust"]),
+    ("Prof. Dr. Weber", ["Professor Doktor Weber"]),
+    ("St. Gallen", ["Sankt Gallen"]),
+    ("d. h. sofort", ["das heißt sofort"]),
+    ("d.h. sofort", ["das heißt sofort"]),
+    ("u. a. Goethe", ["unter anderem Goethe"]),
+    ("bzw. morgen", ["beziehungsweise morgen"]),
+    ("ca. 20 Leute", ["circa zwanzig Leute", "zirka zwanzig Leute"]),
+    ("vgl. Kapitel 3", ["vergleiche Kapitel drei"]),
+    ("Nr. 5", ["Nummer fünf"]),
+    ("S. 12", ["Seite zwölf"]),
+    ("Goethestr. 5", ["Goethestraße fünf"]),
+    ("etc.", ["et cetera."]),
+    ("geb. 1749", ["geboren siebzehnhundertneunundvierzig"]),
+    ("2 Mio. Menschen", ["zwei Millionen Menschen"]),
+    ("usw. usf.", ["und so weiter und so fort."]),
+    ("evtl. morgen", ["eventuell morgen"]),
+]
+
+ROMAN = [
+    ("Kapitel IV", ["Kapitel vier"]),
+    ("Kapitel XII", ["Kapitel zwölf"]),
+    ("Teil I", ["Teil eins"]),
+    ("Band III", ["Band drei"]),
+    ("Akt V, Szene II", ["Akt fünf, Szene zwei"]),
+    ("Karl V.", ["Karl der Fünfte."]),
+    ("Karl V. regierte lange.", ["Karl der Fünfte regierte lange."]),
+    ("Friedrich II.", ["Friedrich der Zweite."]),
+    ("Friedrich II", ["Friedrich der Zweite"]),
+    ("Wilhelm I. war Kaiser", ["Wilhelm der Erste war Kaiser"]),
+    ("unter Karl V. lebte", ["unter Karl dem Fünften lebte"]),
+    ("mit Friedrich II. kam", ["mit Friedrich dem Zweiten kam"]),
+    ("die Zeit Karls V.", ["die Zeit Karls des Fünften."]),
+    ("Ludwig XIV.", ["Ludwig der Vierzehnte."]),
+    ("Papst Pius IX.", ["Papst Pius der Neunte."]),
+    ("Heinrich VIII. hatte sechs Frauen.", ["Heinrich der Achte hatte sechs Frauen."]),
+    ("Elisabeth II.", ["Elisabeth die Zweite."]),
+    ("Vitamin C", ["Vitamin C"]),
+    ("Ich, Karl, sage es.", ["Ich, Karl, sage es."]),
+]
+
+HEADING = [
+    ("XII", ["Zwölf"]),
+    ("IV. Die Reise", ["Vier. Die Reise"]),
+    ("KAPITEL IV", ["KAPITEL vier", "Kapitel vier"]),
+    ("Kapitel 3", ["Kapitel drei"]),
+    ("Erstes Kapitel", ["Erstes Kapitel"]),
+]
+
+PLAIN = [
+    ("Der Kapitän sprach.", ["Der Kapitän sprach."]),
+    ("Was meinen Sie?", ["Was meinen Sie?"]),
+    ("»Ja«, sagte er.", ["»Ja«, sagte er."]),
+    ("Es war Mittag.", ["Es war Mittag."]),
+    ("Die Straße war leer.", ["Die Straße war leer."]),
+    ("Er las das Buch.", ["Er las das Buch."]),
+    ("Sie kam aus Wien.", ["Sie kam aus Wien."]),
+    ("Sie sah das Meer.", ["Sie sah das Meer."]),
+]
+
+CATEGORIES = {
+    "cardinals": CARDINALS, "ordinals": ORDINALS, "years and eras": YEARS, "dates": DATES,
+    "times": TIMES, "currency": CURRENCY, "units": UNITS, "abbreviations": ABBREVIATIONS,
+    "roman numerals": ROMAN, "headings": HEADING, "plain text": PLAIN,
+}
+HEADINGS = {"headings"}
