@@ -1,7 +1,8 @@
 """What a narrator says for written German: the German normaliser's table of cases, by category.
 
 Each case is (written, [readings]): it passes when the normaliser's output equals any one of the
-readings. The sentences are ours, written from how German narrators read aloud. Numbers are
+readings. An abbreviation's period that ends the text is kept (it also ends the sentence).
+The sentences are ours, written from how German narrators read aloud. Numbers are
 written as one word, as German writes them ("einundzwanzig"); "einhundert" and "hundert",
 "eintausend" and "tausend" are both heard. Categories in HEADINGS are normalised as headings.
 """
@@ -62,20 +63,22 @@ YEARS = [
     ("2005", ["zweitausendfünf"]),
     ("von 1914 bis 1918", ["von neunzehnhundertvierzehn bis neunzehnhundertachtzehn"]),
     ("1914-1918", ["neunzehnhundertvierzehn bis neunzehnhundertachtzehn"]),
-    ("44 v. Chr.", ["vierundvierzig vor Christus"]),
+    ("44 v. Chr.", ["vierundvierzig vor Christus.", "vierundvierzig vor Christus"]),
     ("Caesar starb 44 v. Chr. in Rom.", ["Caesar starb vierundvierzig vor Christus in Rom."]),
     ("Er starb 44 v. Chr.", ["Er starb vierundvierzig vor Christus."]),
-    ("im Jahr 9 n. Chr.", ["im Jahr neun nach Christus"]),
-    ("476 n. Chr.", ["vierhundertsechsundsiebzig nach Christus"]),
-    ("753 v. Chr.", ["siebenhundertdreiundfünfzig vor Christus"]),
-    ("um 300 v. u. Z.", ["um dreihundert vor unserer Zeitrechnung"]),
-    ("800 n.Chr.", ["achthundert nach Christus"]),
-    ("im 5. Jh. v. Chr.", ["im fünften Jahrhundert vor Christus"]),
+    ("im Jahr 9 n. Chr.", ["im Jahr neun nach Christus.", "im Jahr neun nach Christus"]),
+    ("476 n. Chr.", ["vierhundertsechsundsiebzig nach Christus.", "vierhundertsechsundsiebzig nach Christus"]),
+    ("753 v. Chr.", ["siebenhundertdreiundfünfzig vor Christus.", "siebenhundertdreiundfünfzig vor Christus"]),
+    ("um 300 v. u. Z.", ["um dreihundert vor unserer Zeitrechnung.", "um dreihundert vor unserer Zeitrechnung"]),
+    ("800 n.Chr.", ["achthundert nach Christus.", "achthundert nach Christus"]),
+    ("im 5. Jh. v. Chr.", ["im fünften Jahrhundert vor Christus.", "im fünften Jahrhundert vor Christus"]),
 ]
 
 DATES = [
     ("3. Oktober 1990", ["dritter Oktober neunzehnhundertneunzig"]),
     ("am 3. Oktober 1990", ["am dritten Oktober neunzehnhundertneunzig"]),
+    ("Am 3. Oktober 1990 fiel sie.", ["Am dritten Oktober neunzehnhundertneunzig fiel sie."]),
+    ("Im XIX. Jahrhundert", ["Im neunzehnten Jahrhundert"]),
     ("der 9. November 1989", ["der neunte November neunzehnhundertneunundachtzig"]),
     ("Berlin, den 1. Mai", ["Berlin, den ersten Mai"]),
     ("seit dem 1. Januar", ["seit dem ersten Januar"]),

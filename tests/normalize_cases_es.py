@@ -1,7 +1,8 @@
 """What a narrator says for written Spanish: the Spanish normaliser's table of cases, by category.
 
 Each case is (written, [readings]): it passes when the normaliser's output equals any one of the
-readings. The sentences are ours, written from how Spanish narrators read aloud: "uno" shortens to
+readings. An abbreviation's period that ends the text is kept (it also ends the sentence).
+The sentences are ours, written from how Spanish narrators read aloud: "uno" shortens to
 "un" before a noun ("veintiún años") and turns feminine before a feminine one ("veintiuna
 pesetas", "doscientas millas"). Categories in HEADINGS are normalised as headings.
 """
@@ -41,6 +42,7 @@ ORDINALS = [
     ("el 1er piso", ["el primer piso"]),
     ("el 3er día", ["el tercer día"]),
     ("la 1ª vez", ["la primera vez"]),
+    ("La 1ª vez fue mejor.", ["La primera vez fue mejor."]),
     ("la 2.ª parte", ["la segunda parte"]),
     ("el 3º piso", ["el tercer piso", "el tercero piso"]),
     ("el 3° lugar", ["el tercer lugar", "el tercero lugar"]),
@@ -59,15 +61,18 @@ YEARS = [
     ("en 1900", ["en mil novecientos"]),
     ("de 1936 a 1939", ["de mil novecientos treinta y seis a mil novecientos treinta y nueve"]),
     ("1936-1939", ["mil novecientos treinta y seis a mil novecientos treinta y nueve"]),
-    ("44 a. C.", ["cuarenta y cuatro antes de Cristo"]),
-    ("44 a.C.", ["cuarenta y cuatro antes de Cristo"]),
-    ("en el 44 a. de C.", ["en el cuarenta y cuatro antes de Cristo"]),
+    ("44 a. C.", ["cuarenta y cuatro antes de Cristo.", "cuarenta y cuatro antes de Cristo"]),
+    ("44 a.C.", ["cuarenta y cuatro antes de Cristo.", "cuarenta y cuatro antes de Cristo"]),
+    ("en el 44 a. de C.", ["en el cuarenta y cuatro antes de Cristo.", "en el cuarenta y cuatro antes de Cristo"]),
     ("Murió en el 44 a. C.", ["Murió en el cuarenta y cuatro antes de Cristo."]),
-    ("en 476 d. C.", ["en cuatrocientos setenta y seis después de Cristo"]),
-    ("en 476 d.C.", ["en cuatrocientos setenta y seis después de Cristo"]),
+    ("en 476 d. C.", ["en cuatrocientos setenta y seis después de Cristo.",
+                      "en cuatrocientos setenta y seis después de Cristo"]),
+    ("en 476 d.C.", ["en cuatrocientos setenta y seis después de Cristo.",
+                     "en cuatrocientos setenta y seis después de Cristo"]),
     ("el año 711 d. C. llegaron", ["el año setecientos once después de Cristo llegaron"]),
-    ("en el siglo I a. C.", ["en el siglo uno antes de Cristo", "en el siglo primero antes de Cristo"]),
-    ("753 a. C.", ["setecientos cincuenta y tres antes de Cristo"]),
+    ("en el siglo I a. C.", ["en el siglo uno antes de Cristo.", "en el siglo uno antes de Cristo",
+                             "en el siglo primero antes de Cristo"]),
+    ("753 a. C.", ["setecientos cincuenta y tres antes de Cristo.", "setecientos cincuenta y tres antes de Cristo"]),
 ]
 
 DATES = [
@@ -156,7 +161,7 @@ ABBREVIATIONS = [
     ("el Dr. Sánchez", ["el doctor Sánchez"]),
     ("la Dra. Sánchez", ["la doctora Sánchez"]),
     ("¿Cómo está Ud.?", ["¿Cómo está usted?"]),
-    ("Vd. sabe", ["Usted sabe"]),
+    ("Vd. sabe", ["Usted sabe", "usted sabe"]),
     ("peras, manzanas, etc.", ["peras, manzanas, etcétera."]),
     ("peras, etc., y uvas", ["peras, etcétera, y uvas"]),
     ("frutas, p. ej. peras", ["frutas, por ejemplo peras"]),

@@ -1,7 +1,8 @@
 """What a narrator says for written French: the French normaliser's table of cases, by category.
 
 Each case is (written, [readings]): it passes when the normaliser's output equals any one of the
-readings. The sentences are ours, written from how French narrators read aloud (numbers in the
+readings. An abbreviation's period that ends the text is kept (it also ends the sentence).
+The sentences are ours, written from how French narrators read aloud (numbers in the
 traditional spelling num2words gives: "vingt et un", "quatre-vingts", "deux cents").
 Categories in HEADINGS are normalised as headings (a Roman numeral standing alone is a number).
 """
@@ -66,14 +67,15 @@ YEARS = [
     ("en 1066", ["en mille soixante-six"]),
     ("de 1914 à 1918", ["de mille neuf cent quatorze à mille neuf cent dix-huit"]),
     ("la guerre de 1914-1918", ["la guerre de mille neuf cent quatorze à mille neuf cent dix-huit"]),
-    ("en 52 av. J.-C.", ["en cinquante-deux avant Jésus-Christ"]),
-    ("en 52 av. J.-C. César", ["en cinquante-deux avant Jésus-Christ César"]),
+    ("en 52 av. J.-C.", ["en cinquante-deux avant Jésus-Christ.", "en cinquante-deux avant Jésus-Christ"]),
+    ("en 52 av. J.-C. César", ["en cinquante-deux avant Jésus-Christ César",
+                               "en cinquante-deux avant Jésus-Christ. César"]),
     ("Il mourut en 44 av. J.-C.", ["Il mourut en quarante-quatre avant Jésus-Christ."]),
-    ("en 476 apr. J.-C.", ["en quatre cent soixante-seize après Jésus-Christ"]),
-    ("en 476 ap. J.-C.", ["en quatre cent soixante-seize après Jésus-Christ"]),
+    ("en 476 apr. J.-C.", ["en quatre cent soixante-seize après Jésus-Christ.", "en quatre cent soixante-seize après Jésus-Christ"]),
+    ("en 476 ap. J.-C.", ["en quatre cent soixante-seize après Jésus-Christ.", "en quatre cent soixante-seize après Jésus-Christ"]),
     ("vers l’an 1000", ["vers l’an mille"]),
-    ("au IIe siècle av. J.-C.", ["au deuxième siècle avant Jésus-Christ"]),
-    ("en 753 av. J.-C.", ["en sept cent cinquante-trois avant Jésus-Christ"]),
+    ("au IIe siècle av. J.-C.", ["au deuxième siècle avant Jésus-Christ.", "au deuxième siècle avant Jésus-Christ"]),
+    ("en 753 av. J.-C.", ["en sept cent cinquante-trois avant Jésus-Christ.", "en sept cent cinquante-trois avant Jésus-Christ"]),
 ]
 
 DATES = [
@@ -177,7 +179,7 @@ ABBREVIATIONS = [
     ("le n° 5", ["le numéro cinq"]),
     ("le nº 5", ["le numéro cinq"]),
     ("Dupont et Cie", ["Dupont et Compagnie"]),
-    ("cf. chapitre 3", ["confer chapitre trois", "voir chapitre trois"]),
+    ("cf. chapitre 3", ["confer chapitre trois"]),
     ("M. et Mme Thénardier", ["Monsieur et Madame Thénardier"]),
     ("la lettre M.", ["la lettre M."]),
 ]

@@ -1,7 +1,8 @@
 """What a narrator says for written Italian: the Italian normaliser's table of cases, by category.
 
 Each case is (written, [readings]): it passes when the normaliser's output equals any one of the
-readings. The sentences are ours, written from how Italian narrators read aloud: numbers are one
+readings. An abbreviation's period that ends the text is kept (it also ends the sentence).
+The sentences are ours, written from how Italian narrators read aloud: numbers are one
 word ("milleduecento"), "uno" becomes "un" or "una" before a noun, and Roman numerals after a
 ruler's name, "secolo" or a book's part are ordinals ("Luigi quattordicesimo", "Canto primo").
 Categories in HEADINGS are normalised as headings.
@@ -39,6 +40,7 @@ ORDINALS = [
     ("il 1° posto", ["il primo posto"]),
     ("il 3° piano", ["il terzo piano"]),
     ("la 2ª volta", ["la seconda volta"]),
+    ("Il 3° piano era vuoto.", ["Il terzo piano era vuoto."]),
     ("la 2a volta", ["la seconda volta"]),
     ("il 10º anniversario", ["il decimo anniversario"]),
     ("il 21° secolo", ["il ventunesimo secolo"]),
@@ -46,7 +48,7 @@ ORDINALS = [
     ("il XIX secolo", ["il diciannovesimo secolo"]),
     ("nel XV secolo", ["nel quindicesimo secolo"]),
     ("del XX secolo", ["del ventesimo secolo"]),
-    ("nel II secolo a.C.", ["nel secondo secolo avanti Cristo"]),
+    ("nel II secolo a.C.", ["nel secondo secolo avanti Cristo.", "nel secondo secolo avanti Cristo"]),
     ("la 5ª classe", ["la quinta classe"]),
     ("il 100° giorno", ["il centesimo giorno"]),
     ("fa 20° all’ombra", ["fa venti gradi all’ombra"]),
@@ -60,11 +62,11 @@ YEARS = [
     ("dal 1915 al 1918", ["dal millenovecentoquindici al millenovecentodiciotto"]),
     ("1915-1918", ["millenovecentoquindici-millenovecentodiciotto", "millenovecentoquindici millenovecentodiciotto",
                    "millenovecentoquindici a millenovecentodiciotto"]),
-    ("44 a.C.", ["quarantaquattro avanti Cristo"]),
-    ("44 a. C.", ["quarantaquattro avanti Cristo"]),
+    ("44 a.C.", ["quarantaquattro avanti Cristo.", "quarantaquattro avanti Cristo"]),
+    ("44 a. C.", ["quarantaquattro avanti Cristo.", "quarantaquattro avanti Cristo"]),
     ("Morì nel 44 a.C.", ["Morì nel quarantaquattro avanti Cristo."]),
-    ("nel 476 d.C.", ["nel quattrocentosettantasei dopo Cristo"]),
-    ("nel 476 d. C.", ["nel quattrocentosettantasei dopo Cristo"]),
+    ("nel 476 d.C.", ["nel quattrocentosettantasei dopo Cristo.", "nel quattrocentosettantasei dopo Cristo"]),
+    ("nel 476 d. C.", ["nel quattrocentosettantasei dopo Cristo.", "nel quattrocentosettantasei dopo Cristo"]),
     ("nel 753 a.C. fu fondata Roma", ["nel settecentocinquantatré avanti Cristo fu fondata Roma"]),
     ("il 1943", ["il millenovecentoquarantatré"]),
     ("nell’anno 1000", ["nell’anno mille"]),
@@ -163,7 +165,7 @@ ABBREVIATIONS = [
     ("S. Pietro", ["San Pietro"]),
     ("S. Maria Novella", ["Santa Maria Novella"]),
     ("cfr. cap. 3", ["confronta capitolo tre"]),
-    ("vol. 2", ["volume due"]),
+    ("vol. 2", ["Volume due", "volume due"]),
     ("ca. 20 persone", ["circa venti persone"]),
     ("l’on. Rossi", ["l’onorevole Rossi"]),
 ]

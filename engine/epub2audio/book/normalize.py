@@ -16,13 +16,17 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import normalize_en
+from . import normalize_de, normalize_en, normalize_es, normalize_fr, normalize_it
 from .lexicon import MARKUP, OPEN, SEP, protect, restore
 
 _SILENT = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))  # soft hyphen, zero-widths
 
 LANGUAGES: dict[str, Callable[[str, bool], str]] = {
     "en": normalize_en.normalize,
+    "fr": normalize_fr.normalize,
+    "de": normalize_de.normalize,
+    "es": normalize_es.normalize,
+    "it": normalize_it.normalize,
 }
 
 
