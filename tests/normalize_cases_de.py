@@ -150,6 +150,7 @@ UNITS = [
 ]
 
 ABBREVIATIONS = [
+    ("Hr. von Goethe", ["Herr von Goethe"]),
     ("z. B. Äpfel", ["zum Beispiel Äpfel"]),
     ("z.B. Äpfel", ["zum Beispiel Äpfel"]),
     ("Äpfel, Birnen usw.", ["Äpfel, Birnen und so weiter."]),

@@ -149,6 +149,7 @@ UNITS = [
 ]
 
 ABBREVIATIONS = [
+    ("el Sr. de la Vega", ["el señor de la Vega"]),
     ("el Sr. García", ["el señor García"]),
     ("Sr. García, venga.", ["Señor García, venga."]),
     ("la Sra. Pérez", ["la señora Pérez"]),

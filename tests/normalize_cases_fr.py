@@ -159,6 +159,8 @@ UNITS = [
 ]
 
 ABBREVIATIONS = [
+    ("M. de Quatrefages", ["Monsieur de Quatrefages"]),
+    ("M. d’Artagnan", ["Monsieur d’Artagnan"]),
     ("M. Aronnax parla.", ["Monsieur Aronnax parla."]),
     ("MM. Dupont et Durand", ["Messieurs Dupont et Durand"]),
     ("Mme Bovary", ["Madame Bovary"]),
@@ -167,6 +169,8 @@ ABBREVIATIONS = [
     ("Mlles Duval", ["Mesdemoiselles Duval"]),
     ("le Dr Petit", ["le docteur Petit"]),
     ("Me Durand plaida.", ["Maître Durand plaida."]),
+    ("Me le dira-t-il ?", ["Me le dira-t-il ?"]),
+    ("M. le maire", ["Monsieur le maire"]),
     ("Mgr Myriel", ["Monseigneur Myriel"]),
     ("à St-Malo", ["à Saint-Malo"]),
     ("à Ste-Hélène", ["à Sainte-Hélène"]),

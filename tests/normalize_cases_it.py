@@ -144,6 +144,7 @@ UNITS = [
 ]
 
 ABBREVIATIONS = [
+    ("il sig. di Lampedusa", ["il signor di Lampedusa"]),
     ("il sig. Rossi", ["il signor Rossi"]),
     ("Sig. Rossi, venga.", ["Signor Rossi, venga."]),
     ("la sig.ra Bianchi", ["la signora Bianchi"]),

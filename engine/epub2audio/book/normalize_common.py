@@ -117,7 +117,7 @@ class Rules:
         self._phrase_rules = [(_c(rf"(?<![\w.]){_written(w)}(?!\w)"), said, w in self.can_end) for w, said in
                               sorted(self.phrases.items(), key=lambda kv: -len(kv[0]))]
         titles = "|".join(_written(t) for t in sorted(self.titles, key=len, reverse=True))
-        self._title = _c(rf"(?<![\w.-])(?P<t>{titles})(?!\w)\s*(?=[{UPPER}]|(?:{self.name_joiners})\s)")
+        self._title = _c(rf"(?<![\w.-])(?P<t>{titles})(?!\w)\s*(?=[{UPPER}]|{self.name_joiners})")
         self._title_keys = {re.sub(r"\s", "", t): said for t, said in self.titles.items()}
         before = "|".join(_written(t) for t in sorted(self.before_number, key=len, reverse=True))
         self._before_number = _c(rf"(?<![\w.])(?P<t>{before})\s*(?=\d)")
@@ -143,7 +143,7 @@ class Rules:
         self._heading = _c(rf"(?P<num>{ROMAN}|{ROMAN.lower()})(?P<rest>[.:]?(?:\s.*)?)", re.DOTALL)
         self._lone = _c(r"(?P<num>[IVXL]{2,})\.?")
 
-    name_joiners = "et"          # "M. et Mme Thénardier": a title before "and" another title
+    name_joiners = r"et\s"       # after a title, what may come before the name ("M. et Mme …", "M. de …")
     first_suffix = ""            # what may follow the 1 of the first of a month ("1er", "1.º")
 
     # ------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ class German(Rules):
     digit_by_digit = True
     titles = {"Hr.": "Herr", "Hrn.": "Herrn", "Fr.": "Frau", "Frl.": "Fräulein", "Dr.": "Doktor",
               "Prof.": "Professor", "St.": "Sankt"}
-    name_joiners = "und"
+    name_joiners = r"(?:und|von)\s"
     phrases = {"v. Chr.": "vor Christus", "n. Chr.": "nach Christus", "v. u. Z.": "vor unserer Zeitrechnung",
                "n. u. Z.": "nach unserer Zeitrechnung", "z. B.": "zum Beispiel", "usw.": "und so weiter",
                "usf.": "und so fort", "u. a.": "unter anderem", "d. h.": "das heißt", "bzw.": "beziehungsweise",

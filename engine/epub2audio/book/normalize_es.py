@@ -40,7 +40,7 @@ class Spanish(Rules):
     titles = {"Sr.": "señor", "Sra.": "señora", "Srta.": "señorita", "Sres.": "señores", "Sras.": "señoras",
               "D.": "don", "Dña.": "doña", "D.ª": "doña", "Dª": "doña", "Dr.": "doctor", "Dra.": "doctora",
               "Sto.": "santo", "Sta.": "santa", "Fr.": "fray"}
-    name_joiners = "y"
+    name_joiners = r"(?:y|de)\s"
     phrases = {"a. C.": "antes de Cristo", "a. de C.": "antes de Cristo", "a. J. C.": "antes de Jesucristo",
                "d. C.": "después de Cristo", "d. de C.": "después de Cristo", "d. J. C.": "después de Jesucristo",
                "etc.": "etcétera", "p. ej.": "por ejemplo", "Ud.": "usted", "Vd.": "usted", "Uds.": "ustedes",

@@ -33,6 +33,7 @@ class French(Rules):
     titles = {"M.": "Monsieur", "MM.": "Messieurs", "Mme": "Madame", "Mmes": "Mesdames",
               "Mlle": "Mademoiselle", "Mlles": "Mesdemoiselles", "Dr": "docteur", "Dr.": "docteur",
               "Me": "Maître", "Mgr": "Monseigneur", "Pr": "professeur", "St": "Saint", "Ste": "Sainte"}
+    name_joiners = r"(?:et|de|du|des|la|le)\s|d[’\']"
     phrases = {"av. J.-C.": "avant Jésus-Christ", "apr. J.-C.": "après Jésus-Christ",
                "ap. J.-C.": "après Jésus-Christ", "etc.": "et cetera", "p. ex.": "par exemple",
                "c.-à-d.": "c’est-à-dire", "c-à-d": "c’est-à-dire", "cf.": "confer", "Cie": "Compagnie"}
@@ -97,6 +98,11 @@ class French(Rules):
         if "St" in text:
             text = self._saint.sub(lambda m: "Sainte-" if m["e"] else "Saint-", text)
         return super().abbreviations(text)
+
+    def title(self, written: str, m) -> str | None:
+        if written == "Me" and not self.next_word(m)[:1].isupper():
+            return None  # "Me le dira-t-il ?": the pronoun
+        return super().title(written, m)
 
     def first(self, gender: str) -> str:
         return "première" if gender == "f" else "premier"

@@ -41,7 +41,7 @@ class Italian(Rules):
               "prof.ssa": "professoressa", "Prof.ssa": "Professoressa", "avv.": "avvocato", "Avv.": "Avvocato",
               "ing.": "ingegner", "Ing.": "Ingegner", "on.": "onorevole", "On.": "Onorevole", "mons.": "monsignor",
               "Mons.": "Monsignor", "S.": "San"}
-    name_joiners = "e"
+    name_joiners = r"(?:e|de|di)\s"
     phrases = {"a. C.": "avanti Cristo", "d. C.": "dopo Cristo", "ecc.": "eccetera", "ad es.": "ad esempio",
                "cfr.": "confronta", "ca.": "circa"}
     can_end = frozenset(["a. C.", "d. C.", "ecc."])
