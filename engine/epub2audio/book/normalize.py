@@ -2,9 +2,11 @@
 
 Every language gets the tidying every voice needs (stray whitespace, typographic characters with no
 sound). Languages with rules of their own plug in through `LANGUAGES`: language code (the primary
-subtag of dc:language) → a function `(text, heading) -> text`. English lives in normalize_en.py
-(numbers, years, dates, times, money, units, Roman numerals, abbreviations, shouting, dashes).
-Other languages are left to the voice's own front end.
+subtag of dc:language, or of a passage's xml:lang: render.py normalises each run of a paragraph
+with its own language) → a function `(text, heading) -> text`. English lives in normalize_en.py
+(numbers, years, dates, times, money, units, Roman numerals, abbreviations, shouting, dashes);
+French, German, Spanish and Italian in normalize_fr/_de/_es/_it.py on the machinery they share in
+normalize_common.py. Other languages are left to the voice's own front end.
 
 A book with no dc:language is treated as English when its paragraph is mostly Latin letters.
 
