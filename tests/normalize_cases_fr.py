@@ -189,6 +189,7 @@ ABBREVIATIONS = [
 ]
 
 ROMAN = [
+    ("LOUIS XIV ET SON TEMPS", ["LOUIS quatorze ET SON TEMPS"]),
     ("Chapitre XII", ["Chapitre douze"]),
     ("Chapitre IV : le départ", ["Chapitre quatre : le départ"]),
     ("Chapitre Ier", ["Chapitre premier"]),

@@ -89,6 +89,7 @@ DATES = [
 ]
 
 TIMES = [
+    ("le 2,50 lire", ["le due virgola cinquanta lire", "le due lire e cinquanta centesimi"]),
     ("alle 14,30", ["alle quattordici e trenta"]),
     ("alle 14.30", ["alle quattordici e trenta"]),
     ("alle 14:30", ["alle quattordici e trenta"]),

@@ -271,11 +271,13 @@ class Rules:
         if key in self.numbered and num not in ("C", "D", "L", "M"):
             said = f"{word} {self.counted(key, roman_value(num), self.numbered[key])}"
             return start, m.end("num"), said
+        if word.isupper() and word.capitalize() in self.rulers:  # a shouted heading: "LOUIS XIV ET SON TEMPS"
+            word = word.capitalize()
         name_ok = word in self.rulers or self.unknown_rulers and (re.fullmatch(rf"[{UPPER}][a-zß-ÿ]{{2,}}", word) and len(num) >= 2
                                           and set(num) <= set("IVX") and key not in self.not_nouns)
         if name_ok and "," not in before[w.end(1):]:
             end = m.end()
-            said = f"{word} {self.regnal(word, roman_value(num), self.rulers.get(word, 'm'), m)}"
+            said = f"{w[1]} {self.regnal(word, roman_value(num), self.rulers.get(word, 'm'), m)}"
             if m["period"]:
                 said += self._keep_period(".", m)
             return start, end, said

@@ -77,7 +77,7 @@ class Italian(Rules):
         self._ordinal = _c(rf"(?:\b(?P<art>(?i:{_ARTICLES}))\s+)?(?<![\w.,])(?P<n>\d+)(?P<s>º|ª|°|a|o)(?![\w])")
         self._before_century = _c(rf"\b(?P<num>{ROMAN})(?=\s+secol[oi]\b)")
         self._clock = _c(r"(?P<pre>\b(?:alle|dalle|delle|sulle|entro le|verso le|le|ore)\s|\b(?:all|dall)[’'])"
-                         r"(?P<h>[01]?\d|2[0-3])[,.:](?P<m>[0-5]\d)(?!\d|\s?[€$£])")
+                         r"(?P<h>[01]?\d|2[0-3])[,.:](?P<m>[0-5]\d)(?!\d|\s?(?:[€$£%]|lire\b|euro\b|dollari\b|[ck]?[mg]\b|km\b))")
 
     def cardinal(self, n: int) -> str:
         # num2words elides the vowel of "diciotto" after a hundred ("centodicotto"); it is "centodiciotto".
