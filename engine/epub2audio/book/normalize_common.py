@@ -63,6 +63,7 @@ _AFTER_STOP = _c(r"[.!?…]\s+" + _OPENERS)
 _AT_START = _c(r"^" + _OPENERS)
 # After an abbreviation's period, what says the period also ends the sentence.
 _NEXT_SENTENCE = _c(rf"\s*$|\s+[«\"“‘(¿¡—]?[{UPPER}]")
+_NAME = _c(rf"[{UPPER}][a-zß-ÿ]{{2,}}")
 _NEXT_WORD = _c(r"\s*([^\W\d_][\w’'-]*)")
 _PREV_WORD = _c(r"([^\W\d_][\w’'-]*)\s+$")
 
@@ -105,17 +106,18 @@ class Rules:
     units: dict[str, tuple[str, str, str]] = {}    # written → (singular, plural, gender)
     money: dict[str, tuple[str, str, str, str, str]] = {}  # sign → (one, many, gender, cent, cents)
     feminine: frozenset[str] = frozenset()  # nouns a number agrees with as feminine
-    not_nouns: frozenset[str] = frozenset()  # words after a number that are no noun it counts
     ordinal_suffix = ""           # a suffix that makes a Roman numeral an ordinal (French "XIXe")
     roman_period = False          # a period after a ruler's numeral belongs to it (German "Karl V.")
     unknown_rulers = True         # any capitalised name takes II … XXXIX ("Rocky II"; not German nouns)
+    name_joiners = r"et\s"       # after a title, what may come before the name ("M. et Mme …", "M. de …")
+    first_suffix = ""            # what may follow the 1 of the first of a month ("1er", "1.º")
 
     def __init__(self):
-        self._number = rf"\d{{1,3}}(?:[{re.escape(self.thousands)}]\d{{3}})+(?!\d)(?:,\d+)?|\d+(?:,\d+)?"
-        num = self._number
-        self.NUMBER = _c(rf"(?<![\w.,])(?P<sign>(?:(?<=[\s(\[])|^)[-−])?(?P<n>{num})(?![\w])")
-        self._phrase_rules = [(_c(rf"(?<![\w.]){_written(w)}(?!\w)"), said, w in self.can_end) for w, said in
-                              sorted(self.phrases.items(), key=lambda kv: -len(kv[0]))]
+        num = rf"\d{{1,3}}(?:[{re.escape(self.thousands)}]\d{{3}})+(?!\d)(?:,\d+)?|\d+(?:,\d+)?"
+        signed = rf"(?P<sign>(?:(?<=[\s(\[])|^)[-−])?(?P<n>{num})"  # "-5", "(−2": a minus sign, not a dash
+        self._plain = _c(rf"(?<![\w.,]){signed}(?![\w])")
+        self._phrase_rules = [(_c(rf"(?<![\w.]){_written(w)}(?!\w)"), said, w in self.can_end)
+                              for w, said in sorted(self.phrases.items(), key=lambda kv: -len(kv[0]))]
         titles = "|".join(_written(t) for t in sorted(self.titles, key=len, reverse=True))
         self._title = _c(rf"(?<![\w.-])(?P<t>{titles})(?!\w)\s*(?=[{UPPER}]|{self.name_joiners})")
         self._title_keys = {re.sub(r"\s", "", t): said for t, said in self.titles.items()}
@@ -129,22 +131,20 @@ class Rules:
         month = "|".join(self.months)
         self._numeric_date = _c(r"(?<![\w.,/:-])(?P<d>[0-3]?\d)(?P<s>[./-])(?P<mo>[01]?\d)(?P=s)(?P<y>\d{4})"
                                 r"(?![\w]|[.,/-]\d)")
-        self._first_of_month = _c(rf"(?<![\w.,])1(?P<suffix>{self.first_suffix})?\s+(?P<de>de\s+)?(?={month}\b)")
+        self._first_of_month = _c(rf"(?<![\w.,])1(?P<suffix>{self.first_suffix})?\s+(?P<de>de\s+)?"
+                                  rf"(?={month}\b)")
         signs_after = "|".join(re.escape(s) for s in sorted(self.money, key=len, reverse=True))
         signs_before = "|".join(re.escape(s) for s in self.money if not s[0].isalpha() or s.endswith("."))
         self._money_after = _c(rf"(?<![\w.,])(?P<n>{num})\s?(?P<sign>{signs_after})(?:(?<=\.)|(?![\w]))")
         self._money_before = _c(rf"(?<![\w])(?P<sign>{signs_before})\s?(?P<n>{num})(?![\w])")
         units = "|".join(re.escape(u).replace("°", r"°\s?") for u in sorted(self.units, key=len, reverse=True))
-        self._unit = _c(rf"(?<![\w.,])(?P<sign>(?:(?<=[\s(\[])|^)[-−])?(?P<n>{num})\s?(?P<unit>{units})(?![\w²’'])")
-        self._percent = _c(rf"(?<![\w.,])(?P<sign>(?:(?<=[\s(\[])|^)[-−])?(?P<n>{num})\s?%")
+        self._unit = _c(rf"(?<![\w.,]){signed}\s?(?P<unit>{units})(?![\w²’'])")
+        self._percent = _c(rf"(?<![\w.,]){signed}\s?%")
         self._range = _c(r"(?<![\w.,/-])(?P<a>\d+)\s?[-–]\s?(?P<b>\d+)(?![\w]|[.,/-]\d)")
         self._glued = _c(r"(?<=[^\W\d_])\d+|\d+(?=[^\W\d_])")
         self._long = _c(rf"\d{{{LONGEST + 1},}}")
         self._heading = _c(rf"(?P<num>{ROMAN}|{ROMAN.lower()})(?P<rest>[.:]?(?:\s.*)?)", re.DOTALL)
         self._lone = _c(r"(?P<num>[IVXL]{2,})\.?")
-
-    name_joiners = r"et\s"       # after a title, what may come before the name ("M. et Mme …", "M. de …")
-    first_suffix = ""            # what may follow the 1 of the first of a month ("1er", "1.º")
 
     # ------------------------------------------------------------------------------------------
     # Numbers
@@ -185,7 +185,7 @@ class Rules:
 
     def noun_gender(self, word: str) -> str | None:
         """The gender of the word after a number, or None where it is no noun the number counts."""
-        if not word or word.lower() in self.not_nouns:
+        if not word:
             return None
         return "f" if word.lower() in self.feminine else "m"
 
@@ -273,8 +273,8 @@ class Rules:
             return start, m.end("num"), said
         if word.isupper() and word.capitalize() in self.rulers:  # a shouted heading: "LOUIS XIV ET SON TEMPS"
             word = word.capitalize()
-        name_ok = word in self.rulers or self.unknown_rulers and (re.fullmatch(rf"[{UPPER}][a-zß-ÿ]{{2,}}", word) and len(num) >= 2
-                                          and set(num) <= set("IVX") and key not in self.not_nouns)
+        name_ok = word in self.rulers or (self.unknown_rulers and len(num) >= 2 and set(num) <= set("IVX")
+                                          and bool(_NAME.fullmatch(word)))
         if name_ok and "," not in before[w.end(1):]:
             end = m.end()
             said = f"{w[1]} {self.regnal(word, roman_value(num), self.rulers.get(word, 'm'), m)}"
@@ -381,7 +381,7 @@ class Rules:
             nxt = _NEXT_WORD.match(m.string, m.end())
             gender = self.noun_gender(nxt[1]) if nxt else None
             return self.agree(words, gender, m.string[max(0, m.start() - 30):m.start()])
-        return self.NUMBER.sub(read, text)
+        return self._plain.sub(read, text)
 
     def normalize(self, text: str, heading: bool = False) -> str:
         text = self._long.sub(lambda m: f" {self.digits(m[0])} ", text)
