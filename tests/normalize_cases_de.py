@@ -92,6 +92,7 @@ DATES = [
 ]
 
 TIMES = [
+    ("Um 14:30 kam er.", ["Um vierzehn Uhr dreißig kam er."]),
     ("um 14.30 Uhr", ["um vierzehn Uhr dreißig"]),
     ("um 14:30 Uhr", ["um vierzehn Uhr dreißig"]),
     ("um 8 Uhr", ["um acht Uhr"]),
@@ -127,6 +128,7 @@ CURRENCY = [
 ]
 
 UNITS = [
+    ("Er war 1,80 m groß.", ["Er war ein Meter achtzig groß.", "Er war eins Komma acht null Meter groß."]),
     ("5 km", ["fünf Kilometer"]),
     ("1 km", ["ein Kilometer"]),
     ("1,5 km", ["eins Komma fünf Kilometer", "anderthalb Kilometer"]),

@@ -127,6 +127,7 @@ CURRENCY = [
 ]
 
 UNITS = [
+    ("Medía 1,80 m.", ["Medía un metro ochenta.", "Medía uno coma ochenta metros."]),
     ("5 km", ["cinco kilómetros"]),
     ("1 km", ["un kilómetro"]),
     ("21 km", ["veintiún kilómetros"]),

@@ -134,6 +134,7 @@ CURRENCY = [
 ]
 
 UNITS = [
+    ("Il mesurait 1,80 m.", ["Il mesurait un mètre quatre-vingts."]),
     ("5 km", ["cinq kilomètres"]),
     ("1 km", ["un kilomètre"]),
     ("1,5 km", ["un virgule cinq kilomètre", "un virgule cinq kilomètres", "un kilomètre et demi"]),

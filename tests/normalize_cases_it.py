@@ -89,6 +89,7 @@ DATES = [
 ]
 
 TIMES = [
+    ("Alle 8.30 partì il treno.", ["Alle otto e trenta partì il treno."]),
     ("le 2,50 lire", ["le due virgola cinquanta lire", "le due lire e cinquanta centesimi"]),
     ("alle 14,30", ["alle quattordici e trenta"]),
     ("alle 14.30", ["alle quattordici e trenta"]),
@@ -124,6 +125,7 @@ CURRENCY = [
 ]
 
 UNITS = [
+    ("Era alto 1,80 m.", ["Era alto un metro e ottanta.", "Era alto uno virgola ottanta metri."]),
     ("5 km", ["cinque chilometri"]),
     ("1 km", ["un chilometro"]),
     ("1,5 km", ["uno virgola cinque chilometri", "un chilometro e mezzo"]),

@@ -359,10 +359,17 @@ class Rules:
 
         def read(m):
             one, many, gender = self.units[re.sub(r"\s", "", m["unit"])]
+            whole, _, frac = m["n"].partition(",")
+            if m["unit"] == "m" and len(frac) == 2 and not m["sign"]:  # "1,80 m": "un mètre quatre-vingts"
+                return self.measure(self.count(re.sub(r"\D", "", whole), gender, m, one, many), int(frac))
             if m["sign"]:
                 return f"{self.number(m['n'], m['sign'])} {one if self.singular(m['n']) else many}"
             return self.count(m["n"], gender, m, one, many)
         return self._unit.sub(read, text)
+
+    def measure(self, said: str, hundredths: int) -> str:
+        """A length in metres and centimetres: 'un mètre' + 80 → 'un mètre quatre-vingts'."""
+        return f"{said} {self.cardinal(hundredths)}"
 
     def ordinals(self, text: str) -> str:
         return text

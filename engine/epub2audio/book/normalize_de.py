@@ -94,7 +94,7 @@ class German(Rules):
         self._street = _c(r"(?<=[a-zäöüß])str\.")
         self._clock_uhr = _c(r"(?<![\w.,])(?P<h>[01]?\d|2[0-3])[.:](?P<m>[0-5]\d)\s?Uhr\b")
         self._hour_uhr = _c(r"(?<![\w.,])(?P<h>[01]?\d|2[0-3])\s?Uhr(?:\s(?P<m>[0-5]?\d)(?![\w.,]|\s+Minuten))?")
-        self._clock = _c(r"\b(?P<pre>um|gegen|ab|bis|seit|von|nach)\s(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?!\d)")
+        self._clock = _c(r"\b(?P<pre>(?i:um|gegen|ab|bis|seit|von|nach))\s(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?!\d)")
         self._last_word = _c(r"(\w+)\W*$")
 
     def noun_gender(self, word: str) -> str | None:

@@ -76,7 +76,7 @@ class Italian(Rules):
         super().__init__()
         self._ordinal = _c(rf"(?:\b(?P<art>(?i:{_ARTICLES}))\s+)?(?<![\w.,])(?P<n>\d+)(?P<s>º|ª|°|a|o)(?![\w])")
         self._before_century = _c(rf"\b(?P<num>{ROMAN})(?=\s+secol[oi]\b)")
-        self._clock = _c(r"(?P<pre>\b(?:alle|dalle|delle|sulle|entro le|verso le|le|ore)\s|\b(?:all|dall)[’'])"
+        self._clock = _c(r"(?P<pre>\b(?i:alle|dalle|delle|sulle|entro le|verso le|le|ore)\s|\b(?i:all|dall)[’'])"
                          r"(?P<h>[01]?\d|2[0-3])[,.:](?P<m>[0-5]\d)(?!\d|\s?(?:[€$£%]|lire\b|euro\b|dollari\b|[ck]?[mg]\b|km\b))")
 
     def cardinal(self, n: int) -> str:
@@ -101,6 +101,9 @@ class Italian(Rules):
     def with_cents(self, said: str, cents: int, cent: str, cents_word: str) -> str:
         cents_said = f"{self.cardinal(cents)} {cent if cents == 1 else cents_word}"
         return f"{said} e {cents_said}" if said else cents_said
+
+    def measure(self, said: str, hundredths: int) -> str:
+        return f"{said} e {self.cardinal(hundredths)}"
 
     def title(self, written: str, m) -> str | None:
         if written == "S.":
