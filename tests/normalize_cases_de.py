@@ -180,6 +180,7 @@ ABBREVIATIONS = [
 ]
 
 ROMAN = [
+    ("Typ II", ["Typ zwei"]),
     ("Kapitel IV", ["Kapitel vier"]),
     ("Kapitel XII", ["Kapitel zwölf"]),
     ("Teil I", ["Teil eins"]),

@@ -178,6 +178,7 @@ ABBREVIATIONS = [
 ]
 
 ROMAN = [
+    ("Página II", ["Página dos"]),
     ("Capítulo XII", ["Capítulo doce"]),
     ("Capítulo IV: la partida", ["Capítulo cuatro: la partida"]),
     ("Capítulo I", ["Capítulo uno", "Capítulo primero"]),

@@ -175,6 +175,7 @@ ABBREVIATIONS = [
 ]
 
 ROMAN = [
+    ("Pagina XII", ["Pagina dodicesima", "Pagina dodici"]),
     ("Capitolo XII", ["Capitolo dodicesimo", "Capitolo dodici"]),
     ("Capitolo I", ["Capitolo primo", "Capitolo uno"]),
     ("Canto XXVI", ["Canto ventiseiesimo"]),

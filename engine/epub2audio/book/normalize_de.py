@@ -62,7 +62,8 @@ class German(Rules):
                      "Tab.": "Tabelle", "Art.": "Artikel", "Abs.": "Absatz"}
     months = _MONTHS
     numbered = dict.fromkeys("kapitel teil buch band akt szene abschnitt artikel gesang brief anhang tafel "
-                             "aufzug auftritt heft lektion strophe".split(), "m")
+                             "aufzug auftritt heft lektion strophe typ klasse stufe phase folge staffel runde "
+                             "gruppe".split(), "m")
     rulers = dict.fromkeys(_RULERS, "m") | dict.fromkeys(_QUEENS, "f") \
         | {g: "f" if name in _QUEENS else "m" for g, name in _GENITIVE.items()}
     unknown_rulers = False  # German nouns are capitalised: "Typ II" is no ruler

@@ -53,7 +53,7 @@ class Spanish(Rules):
     months = ["enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto", "septiembre", "octubre",
               "noviembre", "diciembre"]
     numbered = dict.fromkeys("capítulo libro tomo acto canto volumen título artículo siglo tratado apéndice".split(),
-                             "m") | dict.fromkeys("parte escena sección lección jornada".split(), "f")
+                             "m") | dict.fromkeys("parte escena sección lección jornada página lámina".split(), "f")
     rulers = dict.fromkeys(
         "Felipe Carlos Fernando Alfonso Juan Enrique Luis Pedro Sancho Jaime Pío León Gregorio Inocencio Benedicto "
         "Pablo Napoleón Francisco Ramiro Ordoño Bermudo García Amadeo Leopoldo Guillermo Jorge Eduardo Federico "

@@ -126,7 +126,7 @@ class French(Rules):
     def times(self, text: str) -> str:
         def clock(m):
             hour, minute = int(m["h"] or m["h2"]), m["m"] or m["m2"]
-            said = "zéro heure" if hour == 0 else self.agree(self.cardinal(hour), "f") + (" heure" if hour == 1 else " heures")
+            said = self.agree(self.cardinal(hour), "f") + (" heure" if hour <= 1 else " heures")
             return f"{said} {self.cardinal(int(minute))}" if minute and minute != "00" else said
         return self._clock.sub(clock, text)
 

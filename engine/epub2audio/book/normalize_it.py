@@ -50,7 +50,7 @@ class Italian(Rules):
     months = ["gennaio", "febbraio", "marzo", "aprile", "maggio", "giugno", "luglio", "agosto", "settembre",
               "ottobre", "novembre", "dicembre"]
     numbered = dict.fromkeys("capitolo libro atto canto volume tomo secolo articolo episodio titolo".split(), "m") \
-        | dict.fromkeys("parte scena sezione lezione giornata".split(), "f")
+        | dict.fromkeys("parte scena sezione lezione giornata pagina tavola".split(), "f")
     rulers = dict.fromkeys(
         "Luigi Carlo Vittorio Emanuele Umberto Federico Enrico Filippo Francesco Ferdinando Giovanni Pio Leone "
         "Gregorio Innocenzo Benedetto Paolo Clemente Urbano Bonifacio Giulio Sisto Alessandro Napoleone Guglielmo "
@@ -77,7 +77,8 @@ class Italian(Rules):
         self._ordinal = _c(rf"(?:\b(?P<art>(?i:{_ARTICLES}))\s+)?(?<![\w.,])(?P<n>\d+)(?P<s>º|ª|°|a|o)(?![\w])")
         self._before_century = _c(rf"\b(?P<num>{ROMAN})(?=\s+secol[oi]\b)")
         self._clock = _c(r"(?P<pre>\b(?i:alle|dalle|delle|sulle|entro le|verso le|le|ore)\s|\b(?i:all|dall)[’'])"
-                         r"(?P<h>[01]?\d|2[0-3])[,.:](?P<m>[0-5]\d)(?!\d|\s?(?:[€$£%]|lire\b|euro\b|dollari\b|[ck]?[mg]\b|km\b))")
+                         r"(?P<h>[01]?\d|2[0-3])[,.:](?P<m>[0-5]\d)"
+                         r"(?!\d|\s?(?:[€$£%]|lire\b|euro\b|dollari\b|[ck]?[mg]\b|km\b))")
 
     def cardinal(self, n: int) -> str:
         # num2words elides the vowel of "diciotto" after a hundred ("centodicotto"); it is "centodiciotto".
