@@ -8,6 +8,9 @@ written as one word, as German writes them ("einundzwanzig"); "einhundert" and "
 """
 
 CARDINALS = [
+    ("2 ½ Stunden", ["zweieinhalb Stunden"]),
+    ("¾ der Zeit", ["drei Viertel der Zeit", "dreiviertel der Zeit"]),
+    ("Müller & Söhne", ["Müller und Söhne"]),
     ("Er war 53 Jahre alt.", ["Er war dreiundfünfzig Jahre alt."]),
     ("Es waren 11 Männer.", ["Es waren elf Männer."]),
     ("Er zählte 0 Fehler.", ["Er zählte null Fehler."]),
@@ -37,6 +40,10 @@ CARDINALS = [
 ]
 
 ORDINALS = [
+    ("1. Kapitel", ["Erstes Kapitel"]),
+    ("Das war sein 2. Buch.", ["Das war sein zweites Buch."]),
+    ("Sie erschien in 3. Auflage.", ["Sie erschien in dritter Auflage."]),
+    ("Er spielte im 2. Akt und im 3. Teil.", ["Er spielte im zweiten Akt und im dritten Teil."]),
     ("der 1. Tag", ["der erste Tag"]),
     ("am 2. Tag", ["am zweiten Tag"]),
     ("im 19. Jahrhundert", ["im neunzehnten Jahrhundert"]),
@@ -75,7 +82,8 @@ YEARS = [
 ]
 
 DATES = [
-    ("3. Oktober 1990", ["dritter Oktober neunzehnhundertneunzig"]),
+    ("3. Oktober 1990", ["Dritter Oktober neunzehnhundertneunzig"]),
+    ("Es war der Tag, 3. Oktober 1990.", ["Es war der Tag, dritter Oktober neunzehnhundertneunzig."]),
     ("am 3. Oktober 1990", ["am dritten Oktober neunzehnhundertneunzig"]),
     ("Am 3. Oktober 1990 fiel sie.", ["Am dritten Oktober neunzehnhundertneunzig fiel sie."]),
     ("Im XIX. Jahrhundert", ["Im neunzehnten Jahrhundert"]),

@@ -8,6 +8,9 @@ pesetas", "doscientas millas"). Categories in HEADINGS are normalised as heading
 """
 
 CARDINALS = [
+    ("2 ½ horas", ["dos horas y media"]),
+    ("¾ del total", ["tres cuartos del total"]),
+    ("Pérez & Hijos", ["Pérez y Hijos"]),
     ("Tenía 53 años.", ["Tenía cincuenta y tres años."]),
     ("Eran 11 hombres.", ["Eran once hombres."]),
     ("Había 0 errores.", ["Había cero errores."]),

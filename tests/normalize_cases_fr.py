@@ -8,6 +8,12 @@ Categories in HEADINGS are normalised as headings (a Roman numeral standing alon
 """
 
 CARDINALS = [
+    ("2 ½ lieues", ["deux lieues et demie"]),
+    ("3 ½ pieds", ["trois pieds et demi"]),
+    ("Il en but 2 ½.", ["Il en but deux et demi."]),
+    ("1/2 litre", ["un demi litre", "un demi-litre"]),
+    ("les ¾ du temps", ["les trois quarts du temps"]),
+    ("Dupont & Durand", ["Dupont et Durand"]),
     ("Il avait 53 ans.", ["Il avait cinquante-trois ans."]),
     ("Il y avait 0 survivant.", ["Il y avait zéro survivant."]),
     ("Nous étions 11 hommes.", ["Nous étions onze hommes."]),

@@ -9,6 +9,9 @@ Categories in HEADINGS are normalised as headings.
 """
 
 CARDINALS = [
+    ("2 ½ ore", ["due ore e mezza", "due ore e mezzo"]),
+    ("¾ del tempo", ["tre quarti del tempo"]),
+    ("Rossi & Figli", ["Rossi e Figli"]),
     ("Aveva 53 anni.", ["Aveva cinquantatré anni."]),
     ("Erano 11 uomini.", ["Erano undici uomini."]),
     ("C’erano 0 errori.", ["C’erano zero errori."]),

@@ -106,6 +106,9 @@ class Rules:
     units: dict[str, tuple[str, str, str]] = {}    # written → (singular, plural, gender)
     money: dict[str, tuple[str, str, str, str, str]] = {}  # sign → (one, many, gender, cent, cents)
     feminine: frozenset[str] = frozenset()  # nouns a number agrees with as feminine
+    fractions: dict[str, tuple[str, str]] = {}  # "½" → (alone, after a whole number): ("un demi", "demi")
+    fraction_and = ""             # between a whole number and its fraction ("deux et demi")
+    half_after_noun: tuple[str, str] | None = None  # "2 ½ lieues" → "deux lieues et demie": (masculine, feminine)
     ordinal_suffix = ""           # a suffix that makes a Roman numeral an ordinal (French "XIXe")
     roman_period = False          # a period after a ruler's numeral belongs to it (German "Karl V.")
     unknown_rulers = True         # any capitalised name takes II … XXXIX ("Rocky II"; not German nouns)
@@ -141,6 +144,8 @@ class Rules:
         self._unit = _c(rf"(?<![\w.,]){signed}\s?(?P<unit>{units})(?![\w²’'])")
         self._percent = _c(rf"(?<![\w.,]){signed}\s?%")
         self._range = _c(r"(?<![\w.,/-])(?P<a>\d+)\s?[-–]\s?(?P<b>\d+)(?![\w]|[.,/-]\d)")
+        self._fraction = _c(r"(?:(?<![\d.,])(?P<whole>\d+)\s?)?(?P<f>[½⅓⅔¼¾]|(?<![\d/])(?:1/2|1/3|2/3|1/4|3/4)(?![\d/]))"
+                            r"(?:\s(?P<noun>[^\W\d_][\w’'-]*))?")
         self._glued = _c(r"(?<=[^\W\d_])\d+|\d+(?=[^\W\d_])")
         self._long = _c(rf"\d{{{LONGEST + 1},}}")
         self._heading = _c(rf"(?P<num>{ROMAN}|{ROMAN.lower()})(?P<rest>[.:]?(?:\s.*)?)", re.DOTALL)
@@ -367,6 +372,19 @@ class Rules:
             return self.count(m["n"], gender, m, one, many)
         return self._unit.sub(read, text)
 
+    def with_fraction(self, whole: str, glyph: str) -> str:
+        return f"{whole} {self.fraction_and} {self.fractions[glyph][1]}"
+
+    def fraction(self, m) -> str:
+        glyph = {"1/2": "½", "1/3": "⅓", "2/3": "⅔", "1/4": "¼", "3/4": "¾"}.get(m["f"], m["f"])
+        noun = m["noun"] or ""
+        gender = self.noun_gender(noun)
+        if m["whole"] and glyph == "½" and self.half_after_noun and gender:  # "deux lieues et demie"
+            whole = self.agree(self.cardinal(int(m["whole"])), gender)
+            return f"{whole} {noun} {self.fraction_and} {self.half_after_noun[gender == 'f']}"
+        said = self.with_fraction(self.cardinal(int(m["whole"])), glyph) if m["whole"] else self.fractions[glyph][0]
+        return f"{said} {noun}" if noun else said
+
     def measure(self, said: str, hundredths: int) -> str:
         """A length in metres and centimetres: 'un mètre' + 80 → 'un mètre quatre-vingts'."""
         return f"{said} {self.cardinal(hundredths)}"
@@ -392,11 +410,15 @@ class Rules:
 
     def normalize(self, text: str, heading: bool = False) -> str:
         text = self._long.sub(lambda m: f" {self.digits(m[0])} ", text)
+        if self.fractions and any(c in text for c in "½⅓⅔¼¾"):
+            text = self._fraction.sub(self.fraction, text)
         text = self.abbreviations(text)
         text = self.romans(text, heading)
         if any(c.isdigit() for c in text):
             text = self.dates(text)
             text = self.times(text)
+            if self.fractions:
+                text = self._fraction.sub(self.fraction, text)
             text = self.currency(text)
             text = self.ordinals(text)
             text = self.units_and_percent(text)

@@ -18,7 +18,7 @@ import re
 
 from num2words import num2words
 
-from .normalize_common import ROMAN, Rules, cap, roman_value
+from .normalize_common import ROMAN, Rules, cap, roman_value, starts_sentence
 
 _c = re.compile
 
@@ -36,6 +36,12 @@ _RULERS = ("Karl Friedrich Wilhelm Ludwig Heinrich Otto Maximilian Leopold Franz
            "Johannes Paul Napoleon Richard Eduard Alexander Nikolaus Gustav Christian Lothar Ottokar Wenzel "
            "Ernst Clemens Klemens Urban Bonifatius Julius Sixtus Pippin Harald Olaf Erich Waldemar Knut").split()
 _QUEENS = "Elisabeth Maria Katharina Anna Viktoria Margarete Christina Johanna Isabella Kleopatra".split()
+# Nouns an ordinal without an article counts, by gender: "1. Kapitel" is "erstes Kapitel".
+_COUNTED = dict.fromkeys("Kapitel Buch Jahrhundert Mal Jahr Stück Bild Lied Gebot Heft Semester".split(), "n") \
+    | dict.fromkeys("Teil Band Akt Abschnitt Weltkrieg Tag Stock Platz Preis Versuch Satz Brief Gesang Auftritt "
+                    "Aufzug".split(), "m") \
+    | dict.fromkeys("Auflage Szene Klasse Liga Strophe Sinfonie Symphonie Etage Runde Staffel Folge Stunde "
+                    "Woche".split(), "f")
 _GENITIVE = {name + "s": name for name in _RULERS + _QUEENS if not name.endswith(("s", "x", "z"))}
 
 
@@ -49,7 +55,7 @@ class German(Rules):
     titles = {"Hr.": "Herr", "Hrn.": "Herrn", "Fr.": "Frau", "Frl.": "Fräulein", "Dr.": "Doktor",
               "Prof.": "Professor", "St.": "Sankt"}
     name_joiners = r"(?:und|von)\s"
-    phrases = {"v. Chr.": "vor Christus", "n. Chr.": "nach Christus", "v. u. Z.": "vor unserer Zeitrechnung",
+    phrases = {"&": "und", "v. Chr.": "vor Christus", "n. Chr.": "nach Christus", "v. u. Z.": "vor unserer Zeitrechnung",
                "n. u. Z.": "nach unserer Zeitrechnung", "z. B.": "zum Beispiel", "usw.": "und so weiter",
                "usf.": "und so fort", "u. a.": "unter anderem", "d. h.": "das heißt", "bzw.": "beziehungsweise",
                "ca.": "circa", "etc.": "et cetera", "vgl.": "vergleiche", "geb.": "geboren", "gest.": "gestorben",
@@ -81,6 +87,10 @@ class German(Rules):
              "DM": ("Mark", "Mark", "f", "Pfennig", "Pfennig"), "$": ("Dollar", "Dollar", "m", "Cent", "Cent"),
              "£": ("Pfund", "Pfund", "n", "Penny", "Pence"), "Pf.": ("Pfennig", "Pfennig", "m", "Pfennig", "Pfennig"),
              "Fr.": ("Franken", "Franken", "m", "Rappen", "Rappen")}
+    fractions = {"½": ("ein halb", "einhalb"), "⅓": ("ein Drittel", "ein Drittel"),
+                 "⅔": ("zwei Drittel", "zwei Drittel"), "¼": ("ein Viertel", "ein Viertel"),
+                 "¾": ("drei Viertel", "drei Viertel")}
+    fraction_and = "und"
     feminine = frozenset("Frau Stunde Minute Sekunde Meile Woche Mark Tonne Million Milliarde Nacht Person Seite "
                          "Flasche Stadt Tür Sache Klasse Kugel Frage Münze Krone Elle Linie Tochter Schwester "
                          "Mutter Chance Auflage".split())
@@ -97,6 +107,11 @@ class German(Rules):
         self._hour_uhr = _c(r"(?<![\w.,])(?P<h>[01]?\d|2[0-3])\s?Uhr(?:\s(?P<m>[0-5]?\d)(?![\w.,]|\s+Minuten))?")
         self._clock = _c(r"\b(?P<pre>(?i:um|gegen|ab|bis|seit|von|nach))\s(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?!\d)")
         self._last_word = _c(r"(\w+)\W*$")
+
+    def with_fraction(self, whole: str, glyph: str) -> str:
+        if glyph == "½":
+            return whole + "einhalb"  # "zweieinhalb"
+        return super().with_fraction(whole, glyph)
 
     def noun_gender(self, word: str) -> str | None:
         if not word[:1].isupper():
@@ -164,14 +179,20 @@ class German(Rules):
         def read(m):
             art = (m["art"] or "").lower()
             words = self.ordinal(int(m["n"]))
+            gender = _COUNTED.get(m["next"].rstrip(",.;:"))
             if art in _WEAK:
                 words += "n"
             elif art in _STRONG:
-                words += "r"
+                words += "s" if gender == "n" else "r"
             elif not art:
-                if not self._month.match(m["next"]):
-                    return m[0]
-                words += "r"
+                if self._month.match(m["next"]):
+                    gender = "m"
+                if gender is None:
+                    return m[0]  # "Er war 7. Dann …": a number ending a sentence
+                prev = self._last_word.search(m.string, max(0, m.start() - 20), m.start())
+                dative = prev is not None and prev[1].lower() in _DATIVE  # "in dritter Auflage"
+                words += {"m": "m" if dative else "r", "n": "m" if dative else "s", "f": "r" if dative else ""}[gender]
+                return cap(words) if starts_sentence(m.string, m.start()) else words
             return f"{m['art']} {words}" if m["art"] else words
         return self._ordinal.sub(read, text)
 

@@ -41,7 +41,7 @@ class Spanish(Rules):
               "D.": "don", "Dña.": "doña", "D.ª": "doña", "Dª": "doña", "Dr.": "doctor", "Dra.": "doctora",
               "Sto.": "santo", "Sta.": "santa", "Fr.": "fray"}
     name_joiners = r"(?:y|de)\s"
-    phrases = {"a. C.": "antes de Cristo", "a. de C.": "antes de Cristo", "a. J. C.": "antes de Jesucristo",
+    phrases = {"&": "y", "a. C.": "antes de Cristo", "a. de C.": "antes de Cristo", "a. J. C.": "antes de Jesucristo",
                "d. C.": "después de Cristo", "d. de C.": "después de Cristo", "d. J. C.": "después de Jesucristo",
                "etc.": "etcétera", "p. ej.": "por ejemplo", "Ud.": "usted", "Vd.": "usted", "Uds.": "ustedes",
                "Vds.": "ustedes", "S. M.": "Su Majestad", "EE. UU.": "Estados Unidos", "aprox.": "aproximadamente",
@@ -71,6 +71,10 @@ class Spanish(Rules):
     money = {"€": ("euro", "euros", "m", "céntimo", "céntimos"), "$": ("dólar", "dólares", "m", "centavo", "centavos"),
              "£": ("libra", "libras", "f", "penique", "peniques"),
              **dict.fromkeys(["ptas.", "pts.", "pta.", "Ptas.", "Pts."], ("peseta", "pesetas", "f", "céntimo", "céntimos"))}
+    fractions = {"½": ("un medio", "medio"), "⅓": ("un tercio", "un tercio"), "⅔": ("dos tercios", "dos tercios"),
+                 "¼": ("un cuarto", "un cuarto"), "¾": ("tres cuartos", "tres cuartos")}
+    fraction_and = "y"
+    half_after_noun = ("medio", "media")
     first_suffix = r"\.?º|\.?°"
 
     def __init__(self):

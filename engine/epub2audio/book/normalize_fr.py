@@ -34,7 +34,7 @@ class French(Rules):
               "Mlle": "Mademoiselle", "Mlles": "Mesdemoiselles", "Dr": "docteur", "Dr.": "docteur",
               "Me": "Maître", "Mgr": "Monseigneur", "Pr": "professeur", "St": "Saint", "Ste": "Sainte"}
     name_joiners = r"(?:et|de|du|des|la|le)\s|d[’\']"
-    phrases = {"av. J.-C.": "avant Jésus-Christ", "apr. J.-C.": "après Jésus-Christ",
+    phrases = {"&": "et", "av. J.-C.": "avant Jésus-Christ", "apr. J.-C.": "après Jésus-Christ",
                "ap. J.-C.": "après Jésus-Christ", "etc.": "et cetera", "p. ex.": "par exemple",
                "c.-à-d.": "c’est-à-dire", "c-à-d": "c’est-à-dire", "cf.": "confer", "Cie": "Compagnie"}
     can_end = frozenset(["etc.", "av. J.-C.", "apr. J.-C.", "ap. J.-C."])
@@ -73,6 +73,10 @@ class French(Rules):
         "balle fenêtre maison ville âme lettre mer partie guinée couronne pièce ration étoile main "
         "tête porte marche chambre".split() for s in ("", "s")) | {"fois", "voix"}
     ordinal_suffix = _SUFFIX
+    fractions = {"½": ("un demi", "demi"), "⅓": ("un tiers", "un tiers"), "⅔": ("deux tiers", "deux tiers"),
+                 "¼": ("un quart", "un quart"), "¾": ("trois quarts", "trois quarts")}
+    fraction_and = "et"
+    half_after_noun = ("demi", "demie")
     first_suffix = "er|ᵉʳ"
 
     def __init__(self):

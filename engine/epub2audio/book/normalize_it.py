@@ -42,7 +42,7 @@ class Italian(Rules):
               "ing.": "ingegner", "Ing.": "Ingegner", "on.": "onorevole", "On.": "Onorevole", "mons.": "monsignor",
               "Mons.": "Monsignor", "S.": "San"}
     name_joiners = r"(?:e|de|di)\s"
-    phrases = {"a. C.": "avanti Cristo", "d. C.": "dopo Cristo", "ecc.": "eccetera", "ad es.": "ad esempio",
+    phrases = {"&": "e", "a. C.": "avanti Cristo", "d. C.": "dopo Cristo", "ecc.": "eccetera", "ad es.": "ad esempio",
                "cfr.": "confronta", "ca.": "circa"}
     can_end = frozenset(["a. C.", "d. C.", "ecc."])
     before_number = {"pag.": "pagina", "pagg.": "pagine", "p.": "pagina", "pp.": "pagine", "n.": "numero",
@@ -70,6 +70,10 @@ class Italian(Rules):
              "m³": ("metro cubo", "metri cubi", "m")}
     money = {"€": ("euro", "euro", "m", "centesimo", "centesimi"), "$": ("dollaro", "dollari", "m", "centesimo", "centesimi"),
              "£": ("sterlina", "sterline", "f", "penny", "pence"), "L.": ("lira", "lire", "f", "centesimo", "centesimi")}
+    fractions = {"½": ("un mezzo", "mezzo"), "⅓": ("un terzo", "un terzo"), "⅔": ("due terzi", "due terzi"),
+                 "¼": ("un quarto", "un quarto"), "¾": ("tre quarti", "tre quarti")}
+    fraction_and = "e"
+    half_after_noun = ("mezzo", "mezza")
     first_suffix = "º|°"
 
     def __init__(self):
