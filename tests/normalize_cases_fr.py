@@ -181,6 +181,8 @@ ABBREVIATIONS = [
     ("Mgr Myriel", ["Monseigneur Myriel"]),
     ("à St-Malo", ["à Saint-Malo"]),
     ("à Ste-Hélène", ["à Sainte-Hélène"]),
+    ("l’église St. Pierre", ["l’église Saint Pierre"]),
+    ("la rue St Jacques", ["la rue Saint Jacques"]),
     ("des poissons, des coraux, etc.", ["des poissons, des coraux, et cetera."]),
     ("des algues, etc., flottaient", ["des algues, et cetera, flottaient"]),
     ("des fruits, p. ex. des pommes", ["des fruits, par exemple des pommes"]),

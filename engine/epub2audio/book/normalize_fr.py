@@ -32,7 +32,8 @@ class French(Rules):
     percent = "pour cent"
     titles = {"M.": "Monsieur", "MM.": "Messieurs", "Mme": "Madame", "Mmes": "Mesdames",
               "Mlle": "Mademoiselle", "Mlles": "Mesdemoiselles", "Dr": "docteur", "Dr.": "docteur",
-              "Me": "Maître", "Mgr": "Monseigneur", "Pr": "professeur", "St": "Saint", "Ste": "Sainte"}
+              "Me": "Maître", "Mgr": "Monseigneur", "Pr": "professeur", "St": "Saint", "Ste": "Sainte",
+              "St.": "Saint", "Ste.": "Sainte"}
     name_joiners = r"(?:et|de|du|des|la|le)\s|d[’\']"
     phrases = {"&": "et", "av. J.-C.": "avant Jésus-Christ", "apr. J.-C.": "après Jésus-Christ",
                "ap. J.-C.": "après Jésus-Christ", "etc.": "et cetera", "p. ex.": "par exemple",
