@@ -112,3 +112,17 @@ def test_a_passage_in_another_language_is_read_by_its_own_rules(tmp_path):
     planned = segment_chapter(0, spoken_chapter(book, book.chapters[0]))
     assert [(s.text, s.lang) for s in planned][-3:] == [
         ("He paid twelve pounds,", None), ("also zwölf Mark,", "de"), ("o sea veintiuna pesetas.", "es")]
+
+
+ODD = ["5.5.5", "3.14", "0.4.30", "12:99", "31.13.2000", "B2x", "1’234’567", "-0", "1 000 000 000", "n° 0",
+       "7ᵉ", "x" + "9" * 40, "1/0", "2½", "99,999 €", "1.000,5 km", "0 h 0", "24:00", "00.00 Uhr", "le 0/0/0000"]
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_no_digit_reaches_the_voice_from_odd_text(lang):
+    # A numeral no rule reads as a whole is still read: the voice never gets digits to read in
+    # whatever language its own front end assumes.
+    for written in ODD:
+        spoken = normalize(f"avant {written} après", lang)
+        assert not any(c.isdigit() for c in spoken), (written, spoken)
+        assert spoken.startswith("avant ") and spoken.endswith(" après"), (written, spoken)

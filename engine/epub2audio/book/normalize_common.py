@@ -109,6 +109,7 @@ class Rules:
     fractions: dict[str, tuple[str, str]] = {}  # "½" → (alone, after a whole number): ("un demi", "demi")
     fraction_and = ""             # between a whole number and its fraction ("deux et demi")
     half_after_noun: tuple[str, str] | None = None  # "2 ½ lieues" → "deux lieues et demie": (masculine, feminine)
+    measures: frozenset[str] = frozenset()  # the nouns a half follows ("lieues", "horas"), not any next word
     ordinal_suffix = ""           # a suffix that makes a Roman numeral an ordinal (French "XIXe")
     roman_period = False          # a period after a ruler's numeral belongs to it (German "Karl V.")
     unknown_rulers = True         # any capitalised name takes II … XXXIX ("Rocky II"; not German nouns)
@@ -146,7 +147,7 @@ class Rules:
         self._range = _c(r"(?<![\w.,/-])(?P<a>\d+)\s?[-–]\s?(?P<b>\d+)(?![\w]|[.,/-]\d)")
         self._fraction = _c(r"(?:(?<![\d.,])(?P<whole>\d+)\s?)?(?P<f>[½⅓⅔¼¾]|(?<![\d/])(?:1/2|1/3|2/3|1/4|3/4)(?![\d/]))"
                             r"(?:\s(?P<noun>[^\W\d_][\w’'-]*))?")
-        self._glued = _c(r"(?<=[^\W\d_])\d+|\d+(?=[^\W\d_])")
+        self._digits = _c(r"\d+")
         self._long = _c(rf"\d{{{LONGEST + 1},}}")
         self._heading = _c(rf"(?P<num>{ROMAN}|{ROMAN.lower()})(?P<rest>[.:]?(?:\s.*)?)", re.DOTALL)
         self._lone = _c(r"(?P<num>[IVXL]{2,})\.?")
@@ -379,7 +380,7 @@ class Rules:
         glyph = {"1/2": "½", "1/3": "⅓", "2/3": "⅔", "1/4": "¼", "3/4": "¾"}.get(m["f"], m["f"])
         noun = m["noun"] or ""
         gender = self.noun_gender(noun)
-        if m["whole"] and glyph == "½" and self.half_after_noun and gender:  # "deux lieues et demie"
+        if m["whole"] and glyph == "½" and self.half_after_noun and noun.lower() in self.measures:
             whole = self.agree(self.cardinal(int(m["whole"])), gender)
             return f"{whole} {noun} {self.fraction_and} {self.half_after_noun[gender == 'f']}"
         said = self.with_fraction(self.cardinal(int(m["whole"])), glyph) if m["whole"] else self.fractions[glyph][0]
@@ -408,6 +409,13 @@ class Rules:
             return self.agree(words, gender, m.string[max(0, m.start() - 30):m.start()])
         return self._plain.sub(read, text)
 
+    def leftover(self, m) -> str:
+        """Digits no rule read: glued to letters ("B2") or to other numbers ("5.5.5", "3.14")."""
+        s = m.string
+        before = " " if m.start() and s[m.start() - 1].isalpha() else ""
+        after = " " if m.end() < len(s) and s[m.end()].isalpha() else ""
+        return before + self.cardinal(int(m[0])) + after
+
     def normalize(self, text: str, heading: bool = False) -> str:
         text = self._long.sub(lambda m: f" {self.digits(m[0])} ", text)
         if self.fractions and any(c in text for c in "½⅓⅔¼¾"):
@@ -425,6 +433,6 @@ class Rules:
             text = self._range.sub(lambda m: f"{m['a']} {self.to} {m['b']}", text)
             text = self.years(text)
             text = self.plain_numbers(text)
-            text = self._glued.sub(lambda m: f" {self.cardinal(int(m[0]))} ", text)
+            text = self._digits.sub(self.leftover, text)
         text = " ".join(text.split())
         return text.replace(" ,", ",").replace(" .", ".")

@@ -75,6 +75,9 @@ class Spanish(Rules):
                  "¼": ("un cuarto", "un cuarto"), "¾": ("tres cuartos", "tres cuartos")}
     fraction_and = "y"
     half_after_noun = ("medio", "media")
+    measures = frozenset("año años día días hora horas kilo kilos kilómetro kilómetros legua leguas libra "
+                         "libras litro litros mes meses metro metros milla millas minuto minutos semana "
+                         "semanas siglo siglos taza tazas tonelada toneladas vaso vasos".split())
     first_suffix = r"\.?º|\.?°"
 
     def __init__(self):

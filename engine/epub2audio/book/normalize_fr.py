@@ -78,6 +78,10 @@ class French(Rules):
                  "¼": ("un quart", "un quart"), "¾": ("trois quarts", "trois quarts")}
     fraction_and = "et"
     half_after_noun = ("demi", "demie")
+    measures = frozenset("an année années ans brasse brasses encablure encablures heure heures jour jours "
+                         "kilo kilogramme kilogrammes kilomètre kilomètres kilos lieue lieues litre litres "
+                         "livre livres mille milles minute minutes mois mètre mètres pied pieds pouce pouces "
+                         "semaine semaines siècle siècles tasse tasses toise toises tonne tonnes verre verres".split())
     first_suffix = "er|ᵉʳ"
 
     def __init__(self):

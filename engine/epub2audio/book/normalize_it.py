@@ -74,6 +74,9 @@ class Italian(Rules):
                  "¼": ("un quarto", "un quarto"), "¾": ("tre quarti", "tre quarti")}
     fraction_and = "e"
     half_after_noun = ("mezzo", "mezza")
+    measures = frozenset("anni anno bicchiere bicchieri chili chilo chilometri chilometro giorni giorno lega "
+                         "leghe libbra libbre litri litro mese mesi metri metro miglia miglio minuti minuto "
+                         "ora ore secoli secolo settimana settimane tazza tazze tonnellata tonnellate".split())
     first_suffix = "º|°"
 
     def __init__(self):
