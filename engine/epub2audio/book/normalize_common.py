@@ -4,8 +4,9 @@ A language is a `Rules` subclass that holds its data (titles and abbreviations, 
 currencies, the words that count a Roman numeral, its rulers' names) and says the few things
 that differ in grammar: how a number agrees with its noun, how an ordinal is said, how a clock
 time is read. The words themselves come from num2words. The rules run in a fixed order so that
-the more specific reading wins: abbreviations and eras, Roman numerals, dates, times, money,
-ordinals, units, ranges, then every other number. Every pattern is one linear pass.
+the more specific reading wins: abbreviations and eras, Roman numerals, dates, times, fractions,
+money, ordinals, units, ranges, then every other number, and last any digits still left (so the
+voice never reads a numeral by its own front end). Every pattern is one linear pass.
 
 Numbers are written the continental way: a decimal comma, and thousands grouped by a space (any
 Unicode space has become a plain one by the time the rules run), a point or an apostrophe.
