@@ -2,9 +2,11 @@
 
 Every language gets the tidying every voice needs (stray whitespace, typographic characters with no
 sound). Languages with rules of their own plug in through `LANGUAGES`: language code (the primary
-subtag of dc:language) → a function `(text, heading) -> text`. English lives in normalize_en.py
-(numbers, years, dates, times, money, units, Roman numerals, abbreviations, shouting, dashes).
-Other languages are left to the voice's own front end.
+subtag of dc:language, or of a passage's xml:lang: render.py normalises each run of a paragraph
+with its own language) → a function `(text, heading) -> text`. English lives in normalize_en.py
+(numbers, years, dates, times, money, units, Roman numerals, abbreviations, shouting, dashes);
+French, German, Spanish and Italian in normalize_fr/_de/_es/_it.py on the machinery they share in
+normalize_common.py. Other languages are left to the voice's own front end.
 
 A book with no dc:language is treated as English when its paragraph is mostly Latin letters.
 
@@ -16,13 +18,17 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import normalize_en
+from . import normalize_de, normalize_en, normalize_es, normalize_fr, normalize_it
 from .lexicon import MARKUP, OPEN, SEP, protect, restore
 
 _SILENT = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))  # soft hyphen, zero-widths
 
 LANGUAGES: dict[str, Callable[[str, bool], str]] = {
     "en": normalize_en.normalize,
+    "fr": normalize_fr.normalize,
+    "de": normalize_de.normalize,
+    "es": normalize_es.normalize,
+    "it": normalize_it.normalize,
 }
 
 

@@ -33,6 +33,9 @@ from itertools import islice
 
 from num2words import num2words
 
+from .normalize_common import ROMAN, roman_value
+from .normalize_common import splice as _splice
+
 _c = re.compile
 
 # ----------------------------------------------------------------------------------------------
@@ -291,11 +294,10 @@ def _abbreviations(text: str) -> str:
 # ----------------------------------------------------------------------------------------------
 # Roman numerals and the pronoun I
 
-# A whole word that is a well-formed numeral (never the empty string).
-ROMAN = r"(?=[MDCLXVI]+\b)M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})(?<=[MDCLXVI])"
+# ROMAN (a whole word that is a well-formed numeral), roman_value and _splice are shared with the
+# other languages' rules (normalize_common.py).
 ROMAN_LOWER = ROMAN.lower()
 _IS_ROMAN = _c(ROMAN + r"|" + ROMAN_LOWER)
-_ROMAN_VALUES = {"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1}
 # Words a numeral counts. Abbreviations may carry their period; a full word may not ("the
 # question. I am" is two sentences, not "Question one").
 _NUMBERED_WORDS = (
@@ -337,15 +339,6 @@ _PRONOUN_VERBS = frozenset(
     "remember forgot love like hate fear dare beg pray promise swear assure trust".split())
 _NEXT_WORD = _c(r"\s*([\w'’&]+)")
 _PREV_WORD = _c(r"([\w'’.]+)[\s,]*$")
-
-
-def roman_value(numeral: str) -> int:
-    numeral = numeral.upper()
-    total = 0
-    for i, c in enumerate(numeral):
-        v = _ROMAN_VALUES[c]
-        total += -v if i + 1 < len(numeral) and _ROMAN_VALUES[numeral[i + 1]] > v else v
-    return total
 
 
 def _next_word(m) -> str:
@@ -437,22 +430,6 @@ def _numeral(m) -> tuple[int, int, str] | None:
             and (not before.strip() and m.start() == len(before) or before.rstrip().endswith((".", "!", "?", ":")))):
         return m.start(), m.end("num"), _cap(cardinal(roman_value(num)))  # "… Porpoise. II. The Algerine"
     return None
-
-
-def _splice(pattern: re.Pattern, reading, text: str) -> str:
-    """Like pattern.sub, but `reading` may also replace text just before the match (the word a
-    numeral belongs to) and says where its replacement starts and ends, or None to leave it."""
-    out, pos = [], 0
-    for m in pattern.finditer(text):
-        said = reading(m)
-        if said is None or said[0] < pos:
-            continue
-        start, end, words = said
-        out.append(text[pos:start])
-        out.append(words)
-        pos = end
-    out.append(text[pos:])
-    return "".join(out)
 
 
 _HEADING_NUMBER = _c(rf"(?P<num>{ROMAN}|{ROMAN_LOWER})(?P<rest>[.:]?(?:\s.*)?)", re.DOTALL)
