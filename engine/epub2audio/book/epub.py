@@ -62,6 +62,7 @@ from ..errors import InputError
 from .chapters import Cutter, DocInfo, DocStart, Boundary, doc_info, doc_title, images, to_chapter
 from .container import open_container
 from .metadata import Metadata
+from . import skips
 from .model import Book, Skipped
 from .notes import NOTE_POLICIES, NOTES_HEADING, Notes  # noqa: F401 (NOTES_HEADING: part of this module's API)
 from .package import PackageError, PartUnreadable, read_package
@@ -164,7 +165,8 @@ class _Loader:
         if self.notes:
             self.notes.find(spine)
         cutter = Cutter(self.title, self.docs, self.landmarks, "landmarks" if self.nav_item else "guide",
-                        self.cover_images, self.skipped, self.keep_front_matter)
+                        self.cover_images, self.skipped, self.keep_front_matter, self.warnings,
+                        self.meta.authors())
         stream = self._stream(spine, entries)
         stream = cutter.trim_gutenberg(stream)
         spans = cutter.spans(stream, [e for e in entries if e.doc])
@@ -178,7 +180,7 @@ class _Loader:
         cover_docs = [n for n in spine if "cover" in self.docs[n].types] + [
             d for (d, _), types in self.landmarks.items() if "cover" in types and d in self.docs
         ] + self.nonlinear_docs
-        return Book(
+        book = Book(
             path=str(self.path),
             title=self.title,
             authors=self.meta.authors(),
@@ -193,6 +195,8 @@ class _Loader:
             pronunciation_lexicon=self._pls_entries(),
             warnings=self.warnings,
         )
+        skips.account(book)
+        return book
 
     def _doc_images(self, name: str) -> list[str]:
         if name in self.docs:
@@ -242,7 +246,8 @@ class _Loader:
                 continue
             name = item.get_name()
             if name == nav_name:
-                self.skipped.append(Skipped(self._doc_label(item), "table of contents (nav document)"))
+                self.skipped.append(Skipped(self._doc_label(item), "table of contents (nav document)",
+                                            _text_chars(self.nav_root)))
             elif str(linear).lower() == "no":
                 self.nonlinear_docs.append(name)
                 nonlinear.setdefault(name, item)
@@ -251,7 +256,8 @@ class _Loader:
         placed = self._place_by_toc(names, set(nonlinear))
         for name, item in nonlinear.items():
             if name not in placed:
-                self.skipped.append(Skipped(self._doc_label(item), "non-linear spine item"))
+                self.skipped.append(Skipped(self._doc_label(item), "non-linear spine item",
+                                            _text_chars(parse_xhtml(_raw(item)))))
         return names
 
     def _place_by_toc(self, names: list[str], nonlinear: set[str]) -> set[str]:
@@ -321,6 +327,11 @@ class _Loader:
                 else:
                     stream.append(it)
         return stream
+
+
+def _text_chars(root) -> int:
+    """Characters of the text a file would be read as (for the skip report of a file not read)."""
+    return sum(len(it.text) for it in read_blocks(root) if isinstance(it, Block)) if root is not None else 0
 
 
 def _raw(item) -> bytes:
