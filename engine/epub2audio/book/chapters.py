@@ -272,10 +272,11 @@ class Cutter:
             size = sum(m.unread_chars for m in members)
             cost += size
             if past or skips.over_budget(cost, total):
-                past.append(Skipped(root.label or span_title(root, self.title), root.skip, size, "guess"))
-                self._read_back(members)
+                past.append((Skipped(root.label or span_title(root, self.title), root.skip, size, "guess"), members))
         if past:
-            self.warnings.append(skips.read_back_warning(past, total))
+            self.warnings.append(skips.read_back_warning([part for part, _ in past], cost, total))
+            for _, members in past:
+                self._read_back(members)
 
     def _read_back(self, members: list[Span]):
         for span in members:

@@ -109,11 +109,12 @@ def large_skip_warning(book: Book) -> str | None:
             f"part{'s' if len(parts) != 1 else ''}): {named(parts)}; --list-chapters lists them")
 
 
-def read_back_warning(parts: list[Skipped], total: int) -> str:
-    """The warning for guessed skips past the budget: those parts are read after all."""
-    chars = sum(s.chars for s in parts)
-    return (f"guessed skips would leave {percent(share(chars, total - chars))} of the text unread (more "
-            f"than {percent(GUESS_BUDGET)}), so these {len(parts)} part{'s are' if len(parts) != 1 else ' is'} "
+def read_back_warning(parts: list[Skipped], guessed: int, total: int) -> str:
+    """The warning for guessed skips past the budget (`guessed` characters of a `total`-character
+    text, all guesses counted): `parts`, from the one that passed it on, are read after all."""
+    return (f"guessed skips would leave {percent(guessed / total if total else 0.0)} of the text unread (more "
+            f"than {percent(GUESS_BUDGET)}), so {'these' if len(parts) != 1 else 'this'} {len(parts)} "
+            f"part{'s are' if len(parts) != 1 else ' is'} "
             f"read after all: {named(parts)}")
 
 
