@@ -78,6 +78,7 @@ ADVERT_CUES = 4
 # A title page's lines: short, no sentence in them; a byline starts with "by" in some language.
 TITLE_LINE = 120
 SENTENCES = re.compile(r"[.!?]\s+\S.*[.!?]")  # two sentences: prose, not a line
+PLACEHOLDER = re.compile(r"^\[(illustration|frontispiece|image|picture)\b[^\]]*\]$", re.IGNORECASE)
 BYLINE = re.compile(r"^(by|par|von|di|por|door|av|af|de)\s+\S", re.IGNORECASE)
 SHORT_TEXT = 2000  # characters of body text: a rights page or a note on the edition is shorter
 TITLE_PAGE_TEXT = 1000  # characters of body text under an entry named like the book: its title page
@@ -333,6 +334,8 @@ class Cutter:
         named = False
         for block in span.blocks:
             text = block.text
+            if PLACEHOLDER.match(text):
+                continue
             if len(text) > TITLE_LINE or SENTENCES.search(text):
                 return False
             if names_book(text, self.title) or (BYLINE.match(text) and set(fold(text).split()) & self.surnames):

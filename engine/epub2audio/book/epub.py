@@ -18,12 +18,20 @@ book title) unless it is front matter.
   copyright page / imprint, colophon, index, transcriber's notes, publisher's adverts and the
   Project Gutenberg licence. Evidence, in order: epub:type or DPUB-ARIA role on the target (or
   the file's body / first typed section), EPUB3 landmarks or the EPUB2 guide, the entry's title,
-  the file name (titlepage, halftitle, copyright, imprint), then the text of short spans (©, "All
-  rights reserved", ISBN, "Tous droits", 版权, זכויות, "this e-book") and a short entry named like
-  the book (a title page; the heading-only entries after it in its file are its lines). Entries
+  the file name (titlepage, halftitle, copyright, imprint), then the text of short spans (rights
+  text: ©, "All rights reserved", ISBN, "Tous droits", 版权, זכויות, where it is most of the page;
+  a note on the e-book: "this e-book", "an illustrated edition of this title"; an advert: four
+  kinds of sales talk, "on-demand digital library", "pricing", "subscribers", a URL), a short entry
+  named like the book (a title page; the heading-only entries after it in its file are its lines)
+  and, before any text is read, a page of short lines with one naming the book or a byline naming
+  its author ("[Illustration]", "BY JOHN SMITH": a title page). Entries
   nested under a skipped one in the same file go with it. `keep_front_matter` reads title,
   copyright and imprint pages, transcriber's notes and adverts after all. The Project Gutenberg
   header and footer are cut from the text ("*** START/END OF THE PROJECT GUTENBERG EBOOK").
+  Each skip carries the characters it leaves unread and its evidence; guesses (title, file name,
+  text) are bounded in book/skips.py: a page at most, never a part with TOC sections under it,
+  2 % of the text together (past that they are read, with a warning). A © line in a longer text
+  is not a copyright page. A book that skips more than 2 % of its text says so in a warning.
 * A chapter with no text at all (an image-only page) is reported as skipped.
 * Notes (`notes=`): note references are found by EPUB semantics (epub:type noteref,
   role="doc-noteref", and for EPUB2/Gutenberg books a link whose text is only a number or note
