@@ -232,9 +232,9 @@ def test_a_gutenberg_note_on_an_illustrated_edition_is_skipped(tmp_path):
 def test_a_title_page_byline_with_a_picture_placeholder_is_not_chapter_one(tmp_path):
     frontispiece = ("[Illustration: The author at his desk in the old house at Hampstead, from a photograph "
                     "taken by a London studio in the year of the first edition]")  # longer than a line: a picture
-    docs = {"t.xhtml": xhtml(f"<p>{frontispiece}</p><p>BY JOHN SMITH</p><p>LONDON: A. PRINTER, 1899</p>"),
+    docs = {"t.xhtml": xhtml(f"<p>{frontispiece}</p><p>BY J. M. SMITH</p><p>LONDON: A. PRINTER, 1899</p>"),
             "c1.xhtml": xhtml(f"<h2>CHAPTER I.</h2><p>{PROSE * 80}</p>")}
-    meta = "<dc:creator>John Smith</dc:creator>"
+    meta = "<dc:creator>J. M. Smith</dc:creator>"
     b = load_book(make_epub(tmp_path, docs, ncx=[("CHAPTER I.", "c1.xhtml")], metadata=meta))
     assert [c.title for c in b.chapters] == ["CHAPTER I."]
     assert reasons(b) == [("Test Book", "title page (text)")] and b.warnings == []

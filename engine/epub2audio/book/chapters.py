@@ -77,10 +77,10 @@ ADVERT_TEXT = re.compile(r"https?://|\bwww\.|®|™|\bsubscri(be|bers?|ption)\b|
 ADVERT_CUES = 4
 # A title page's lines: short, no sentence in them; a byline starts with "by" in some language.
 TITLE_LINE = 120
-SENTENCES = re.compile(r"[.!?]\s+\S.*[.!?]")  # two sentences: prose, not a line
+SENTENCES = re.compile(r"[a-z]{2}[.!?]\s+\S.*[a-z]{2}[.!?]")  # two sentences: prose ("BY J. M. BARRIE" is a line)
 PLACEHOLDER = re.compile(r"^\[(illustration|frontispiece|image|picture)\b[^\]]*\]$", re.IGNORECASE)
 BYLINE = re.compile(r"^(by|par|von|di|por|door|av|af|de)\s+\S", re.IGNORECASE)
-SHORT_TEXT = 2000  # characters of body text: a rights page or a note on the edition is shorter
+SHORT_TEXT = skips.PAGE_SIZE  # characters of body text: a rights page or a note on the edition is shorter
 TITLE_PAGE_TEXT = 1000  # characters of body text under an entry named like the book: its title page
 # What --keep-front-matter reads after all: parts of the printed book, not packaging.
 FRONT_MATTER = ("title page", "half-title page", "copyright page", "imprint", "transcriber's note",

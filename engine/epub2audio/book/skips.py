@@ -25,7 +25,7 @@ NAMED_PARTS = 12
 
 # The evidence in a skip reason's parentheses, or the whole reason, → its kind.
 STRUCTURE = ("epub:type", "landmarks", "guide", "nav document", "non-linear spine item",
-             "Project Gutenberg boilerplate", "read inline", "read at chapter ends", "read at the chapter end")
+             "Project Gutenberg boilerplate", "read inline", "read at chapter ends")
 EMPTY = ("no text", "cover image page")
 
 
