@@ -457,9 +457,9 @@ def _mostly(body: list[Block], mark: re.Pattern, kin: re.Pattern) -> bool:
 
 
 def _has_sections(span: Span, by_entry: dict[int, Span]) -> bool:
-    """Whether TOC entries under the span's entry are sections that skipping it would take along:
-    with text of their own and no skip of their own. (Entries in other files are never taken;
-    heading-only entries in its file are its lines: "PUBLISHED BY".)"""
+    """Whether TOC entries under the span's entry are sections: entries with text of their own
+    that are read, or would go with it, rather than skipped on their own evidence. (Heading-only
+    entries in its file are its lines: "PUBLISHED BY".)"""
     if span.entry is None:
         return False
     for entry in flatten_under(span.entry):
