@@ -229,6 +229,24 @@ def test_a_gutenberg_note_on_an_illustrated_edition_is_skipped(tmp_path):
     assert b.skipped[0].chars == 89
 
 
+def test_a_gutenberg_note_on_an_illustrated_edition_at_the_top_of_chapter_one_is_taken_out(tmp_path):
+    note = "There is an illustrated edition of this title which may be viewed at EBook #5200."
+    first = xhtml(f'<h2 id="c1">CHAPTER I</h2><p>{note}</p><p>{PROSE * 60}</p><h2 id="c2">CHAPTER II</h2>'
+                  f"<p>An illustrated edition of this title was sold in 1900.</p><p>{PROSE * 20}</p>")
+    ncx = [("CHAPTER I", "a.xhtml#c1"), ("CHAPTER II", "a.xhtml#c2")]
+    b = load_book(make_epub(tmp_path, {"a.xhtml": first}, ncx=ncx, title="The Book"))
+    assert [c.paragraphs[:2] for c in b.chapters] == [
+        ["CHAPTER I", (PROSE * 60).strip()], ["CHAPTER II", "An illustrated edition of this title was sold in 1900."]]
+    assert [(s.title, s.reason, s.chars) for s in b.skipped] == [
+        ("There is an illustrated edition of this title which may be…", "transcriber's note (text)", len(note))]
+    kept = load_book(make_epub(tmp_path, {"a.xhtml": first}, ncx=ncx, name="kept.epub"), keep_front_matter=True)
+    assert kept.chapters[0].paragraphs[1] == note and kept.skipped == []
+    # In a book too short for the guess to fit in its budget, it is read.
+    short = xhtml(f'<h2 id="c1">CHAPTER I</h2><p>{note}</p><p>{PROSE * 10}</p>')
+    b = load_book(make_epub(tmp_path, {"a.xhtml": short}, ncx=[("CHAPTER I", "a.xhtml#c1")], name="short.epub"))
+    assert b.chapters[0].paragraphs[1] == note and b.skipped == []
+
+
 def test_a_title_page_byline_with_a_picture_placeholder_is_not_chapter_one(tmp_path):
     frontispiece = ("[Illustration: The author at his desk in the old house at Hampstead, from a photograph "
                     "taken by a London studio in the year of the first edition]")  # longer than a line: a picture

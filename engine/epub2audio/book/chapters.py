@@ -75,6 +75,11 @@ ADVERT_TEXT = re.compile(r"https?://|\bwww\.|®|™|\bsubscri(be|bers?|ption)\b|
                          r"\bspecial offers?\b|\bdiscounts?\b|\bnewsletter\b|\bsign up\b|\bbuy (it|now|online)\b",
                          re.IGNORECASE)
 ADVERT_CUES = 4
+# A paragraph that points to another edition of the e-book: Gutenberg's "There is an illustrated
+# edition of this title which may be viewed at EBook #…", "An HTML version of this file …".
+EDITION_NOTE = re.compile(r"\b(html|illustrated|other|original|plain[- ]text|text|audio) (version|edition)s? of this "
+                          r"(e-?book|e-?text|file|title|book)\b", re.IGNORECASE)
+EDITION_NOTE_TEXT = 300
 # A title page's lines: short, no sentence in them; a byline starts with "by" in some language.
 TITLE_LINE = 120
 SENTENCES = re.compile(r"[a-z]{2}[.!?]\s+\S.*[a-z]{2}[.!?]")  # two sentences: prose ("BY J. M. BARRIE" is a line)
@@ -108,6 +113,7 @@ class Span:
     label: str | None = None  # the name of a file that no entry names, skipped whole
     # The report of a file skipped whole, made where the file starts (reports keep reading order).
     record: Skipped | None = None
+    dropped: list[Skipped] = field(default_factory=list)  # paragraphs taken out of it (a note on the e-book)
 
     @property
     def has_body(self) -> bool:
@@ -240,7 +246,28 @@ class Cutter:
         _title_page_lines(spans)
         _inherit_skips(spans)
         self._bound_guesses(spans)
+        self._drop_edition_note(spans)
         return spans
+
+    def _drop_edition_note(self, spans: list[Span]):
+        """A note on the e-book edition among the first paragraphs of the first part read, in a
+        part too long to skip whole ("There is an illustrated edition of this title …"), is taken
+        out of it, if the guesses' budget allows."""
+        opening = next((s for s in spans if not self._skips(s.skip) and s.has_body), None)
+        if opening is None or not self._skips("transcriber's note (text)"):
+            return
+        first = [b for b in opening.blocks if not b.heading][:3]
+        note = next((b for b in first if len(b.text) <= EDITION_NOTE_TEXT and EDITION_NOTE.search(b.text)), None)
+        if note is None:
+            return
+        recorded = {id(s.record) for s in spans if s.record is not None}
+        total = sum(s.chars for s in spans) + sum(r.chars for r in self.skipped if id(r) not in recorded)
+        guessed = sum(s.unread_chars for s in spans if self._skips(s.skip) and s.evidence == "guess")
+        if skips.over_budget(guessed + len(note.text), total):
+            return
+        opening.blocks.remove(note)
+        title = note.text if len(note.text) <= 60 else note.text[:59].rstrip() + "…"
+        opening.dropped.append(Skipped(title, "transcriber's note (text)", len(note.text), "guess"))
 
     def _bound_guesses(self, spans: list[Span]):
         """Read what a guess would skip past its bounds (book/skips.py): a part larger than a page
@@ -369,6 +396,7 @@ class Cutter:
         carried: list[Block] = []  # a skipped title page's epigraph and dedication, not yet read
         carried_sources: list[str] = []
         for index, span in enumerate(spans):
+            self.skipped.extend(span.dropped)
             if carried and span.blocks and not span.skip:
                 span.blocks[:0] = carried
                 add_sources(span, carried_sources)

@@ -24,7 +24,9 @@ book title) unless it is front matter.
   kinds of sales talk, "on-demand digital library", "pricing", "subscribers", a URL), a short entry
   named like the book (a title page; the heading-only entries after it in its file are its lines)
   and, before any text is read, a page of short lines with one naming the book or a byline naming
-  its author ("[Illustration]", "BY JOHN SMITH": a title page). Entries
+  its author ("[Illustration]", "BY JOHN SMITH": a title page). A note pointing to another
+  edition among the first paragraphs read ("There is an illustrated edition of this title") is
+  taken out of them. Entries
   nested under a skipped one in the same file go with it. `keep_front_matter` reads title,
   copyright and imprint pages, transcriber's notes and adverts after all. The Project Gutenberg
   header and footer are cut from the text ("*** START/END OF THE PROJECT GUTENBERG EBOOK").
