@@ -1,7 +1,8 @@
 """What the corpus books (tests/corpus) must load as: plain data, shared by the book tests and the CLI tests.
 
 Each entry: every chapter title in order, the skipped items as (title, reason) in the order they are
-reported, metadata, and "read_share". The titles are the books' own TOC labels, read from each nav
+reported with the characters each leaves unread (skipped_chars), the characters read
+(read_chars), metadata, and "read_share". The titles are the books' own TOC labels, read from each nav
 document / NCX with lxml alone (unzip -p … | lxml), whitespace normalised: one chapter per entry, no
 ancestor prefixes; the entries left out are the front/back matter listed under "skipped". For the
 books we made (bench/make_calibre_corpus.py) the titles are what a listener should hear, decided
@@ -26,6 +27,9 @@ BOOKS = {
         'identifier': 'code.google.com.epub-samples.moby-dick-basic',
         'cover_type': 'image/jpeg',
         'read_share': 0.998,
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 1206631,
+        'skipped_chars': [13, 0, 14, 0, 487, 527],
         # Etymology, Extracts, 135 chapters, Epilogue. The transcriber's notes are marked
         # epub:type="colophon" by the book itself.
         "titles": [
@@ -185,6 +189,9 @@ BOOKS = {
         'identifier': 'https://standardebooks.org/ebooks/charles-dickens/a-tale-of-two-cities',
         'cover_type': 'image/jpeg',
         'read_share': 0.993,
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 748193,
+        'skipped_chars': [39, 1187, 20, 965, 2053],
         # Each Book divider is a chapter of its own that reads its heading; chapters carry only their
         # own labels. The half-title (epub:type halftitlepage) nests the whole book but is skipped alone.
         "titles": [
@@ -254,6 +261,9 @@ BOOKS = {
         'identifier': 'code.google.com.epub-samples.wasteland-basic',
         'cover_type': 'image/jpeg',
         'read_share': 0.991,
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 25417,
+        'skipped_chars': [24],
         # The text before the first entry is the book's <section epub:type="titlepage"> (title,
         # author, epigraph, dedication): skipped as a title page.
         "titles": [
@@ -276,6 +286,9 @@ BOOKS = {
         'identifier': 'code.google.com.epub-samples.georgia-pls-ssml',
         'cover_type': 'image/png',
         'read_share': 1.0,
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 68689,
+        'skipped_chars': [0],
         "titles": [
             'GEORGIA',
             'Climate and Soils',
@@ -300,6 +313,9 @@ BOOKS = {
         'identifier': 'http://www.gutenberg.org/ebooks/25545',
         'cover_type': 'image/png',
         'read_share': 0.994,
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 290710,
+        'skipped_chars': [161, 0],
         # Every entry is a marker: SECTION IV (heading only) and the unlinked author <span>s, which
         # read their label, placed before their first story.
         "titles": [
@@ -348,6 +364,9 @@ BOOKS = {
         'identifier': 'https://standardebooks.org/ebooks/william-shakespeare/hamlet',
         'cover_type': 'image/jpeg',
         'read_share': 0.984,
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 175012,
+        'skipped_chars': [29, 1217, 6, 1005, 2053],
         # Each Act is a chapter of its own (its heading), then its scenes.
         "titles": [
             'Dramatis Personae',
@@ -394,8 +413,12 @@ BOOKS = {
         'identifier': 'http://www.gutenberg.org/ebooks/54873',
         'cover_type': 'image/jpeg',
         'read_share': 0.968,
-        # 24 + 23 chapters. The title page (named like the book, 133 characters), Gutenberg's "Au
-        # lecteur" (a note on the e-book) and its list of corrections are skipped.
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 871039,
+        'skipped_chars': [0, 133, 1425, 467],
+        # 24 + 23 chapters. The title page (named like the book, 133 characters) and Gutenberg's
+        # "Au lecteur" (a note on the e-book) are skipped. Its list of corrections is read: only its
+        # title says what it is, and at 5,162 characters it is more than the page a guess may skip.
         "titles": [
             'CHAPITRE PREMIER UN ÉCUEIL FUYANT.',
             'CHAPITRE II LE POUR ET LE CONTRE.',
@@ -444,13 +467,13 @@ BOOKS = {
             'CHAPITRE XXI UNE HÉCATOMBE.',
             'CHAPITRE XXII LES DERNIÈRES PAROLES DU CAPITAINE NEMO.',
             'CHAPITRE XXIII CONCLUSION.',
+            'Corrections.',
         ],
         "skipped": [
             ('Cover', 'non-linear spine item'),
             ('VINGT MILLE LIEUES SOUS LES MERS', "title page (the book's title)"),
             ('TABLE DES MATIÈRES.', 'table of contents (guide)'),
             ('Au lecteur.', "transcriber's note (text)"),
-            ('Corrections.', "transcriber's note (title)"),
         ],
     },
     'alice-under-ground-facsimile-images-epub2-ncx.epub': {
@@ -461,8 +484,14 @@ BOOKS = {
         'identifier': 'http://www.gutenberg.org/ebooks/19002',
         'cover_type': 'image/jpeg',
         'read_share': 0.775,  # the adverts, title-page lines and the Gutenberg note
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 80842,
+        'skipped_chars': [0, 320, 31, 103, 2, 13, 45, 20, 6, 17, 12, 4, 248],
         # Gutenberg's NCX makes an entry of every title-page line (skipped with the title page) and
         # of every heading line ("TO", "EVERY CHILD WHO LOVES"): one marker each, as the TOC says.
+        # The two "WORKS BY LEWIS CARROLL." adverts are read: only their title says what they are,
+        # and a guess may not skip a part with TOC entries under it (the NCX nests the list itself,
+        # 1,342 and 1,416 characters, under "MACMILLAN AND CO., LONDON.").
         "titles": [
             'Chapter I',
             'Chapter II',
@@ -477,6 +506,12 @@ BOOKS = {
             '"Alice."',
             'CHRISTMAS GREETINGS.',
             '[FROM A FAIRY TO A CHILD.]',
+            'WORKS BY LEWIS CARROLL.',
+            'PUBLISHED BY',
+            'MACMILLAN AND CO., LONDON.',
+            'WORKS BY LEWIS CARROLL.',
+            'PUBLISHED BY',
+            'MACMILLAN AND CO., LONDON.',
         ],
         "skipped": [
             ('Cover', 'non-linear spine item'),
@@ -492,12 +527,6 @@ BOOKS = {
             ('AND NEW YORK', 'title page (a line of the title page)'),
             ('1886', 'title page (a line of the title page)'),
             ('CONTENTS.', 'table of contents (guide)'),
-            ('WORKS BY LEWIS CARROLL.', "publisher's adverts (title)"),
-            ('PUBLISHED BY', "publisher's adverts (title)"),
-            ('MACMILLAN AND CO., LONDON.', "publisher's adverts (title)"),
-            ('WORKS BY LEWIS CARROLL.', "publisher's adverts (title)"),
-            ('PUBLISHED BY', "publisher's adverts (title)"),
-            ('MACMILLAN AND CO., LONDON.', "publisher's adverts (title)"),
         ],
     },
     'regime-anticancer-arabic-rtl-epub3.epub': {
@@ -508,6 +537,9 @@ BOOKS = {
         'identifier': 'code.google.com.epub-samples.regime-anticancer-arabic',
         'cover_type': 'image/jpeg',
         'read_share': 0.999,
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 28858,
+        'skipped_chars': [0, 0],
         # The third dc:creator is the translator (role trl), not an author.
         "titles": [
             'Commencer la lecture',
@@ -525,6 +557,9 @@ BOOKS = {
         'identifier': 'http://www.gutenberg.org/24039',
         'cover_type': 'image/png',
         'read_share': 0.267,  # the rest is Project Gutenberg's licence
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 6861,
+        'skipped_chars': [462, 18412, 0, 0, 0, 0, 0, 0, 0],
         # Every NCX entry points into the licence, so chapters come from the 第N章 heading lines.
         "titles": [
             '第一章',
@@ -629,6 +664,9 @@ BOOKS = {
         'identifier': 'http://www.gutenberg.org/2707',
         'cover_type': 'image/png',
         'read_share': 0.967,
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 874202,
+        'skipped_chars': [0, 36, 41, 403, 8, 24],
         # The title page is three entries (title, translator, volume); the second "THE HISTORY OF
         # HERODOTUS" is a half-title before Book I. Both are skipped.
         "titles": [

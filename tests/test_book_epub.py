@@ -11,6 +11,7 @@ import pytest
 from corpus_expectations import BOOKS, BROKEN
 from epub_factory import make_epub, xhtml
 from epub2audio.book.epub import load_book
+from epub2audio.book import skips
 from epub2audio.book.model import Skipped
 from epub2audio.errors import InputError
 
@@ -83,6 +84,18 @@ def test_chapter_titles(corpus, name):
 def test_skipped_items(corpus, name):
     skipped = [(s.title, s.reason) for s in book(corpus, name).skipped]
     assert skipped == BOOKS[name]["skipped"]
+
+
+@pytest.mark.parametrize("name", sorted(BOOKS))
+def test_every_character_read_or_skipped_is_accounted(corpus, name):
+    b, expected = book(corpus, name), BOOKS[name]
+    assert b.read_chars == sum(c.char_count for c in b.chapters) == expected["read_chars"]
+    assert [s.chars for s in b.skipped] == expected["skipped_chars"]
+    assert {s.evidence for s in b.skipped} <= {"structure", "guess", "repetition", "empty"}
+    # No guessed skip is larger than a page, and together they stay within the budget.
+    guessed = [s.chars for s in b.skipped if s.evidence == "guess"]
+    assert all(chars <= skips.PAGE_SIZE for chars in guessed)
+    assert sum(guessed) <= skips.GUESS_BUDGET * (b.read_chars + skips.skipped_chars(b))
 
 
 @pytest.mark.parametrize("name", sorted(BOOKS))
@@ -164,7 +177,7 @@ def test_hamlet_speakers_are_read_with_their_lines(corpus):
 def test_waste_land_fragments_verse_and_line_numbers(corpus):
     b = book(corpus, "the-waste-land-poetry-notes-epub3.epub")
     # The text before the first entry is <section epub:type="titlepage">: skipped, and said so.
-    assert b.skipped == [Skipped("The Waste Land", "title page (epub:type)")]
+    assert b.skipped == [Skipped("The Waste Land", "title page (epub:type)", 24, "structure")]
     burial = chapter(b, "I. THE BURIAL OF THE DEAD")
     assert burial.sources == ["wasteland-content.xhtml#ch1", "wasteland-content.xhtml"]  # + the epigraph
     # The title page's epigraph and dedication are the poem's: they open its first part.
@@ -238,7 +251,10 @@ def test_alice_every_toc_entry_is_a_marker_and_the_title_page_lines_are_skipped(
     assert chapter(b, "Chapter I").paragraphs[0] == "Chapter I"  # the title-page lines are not read
     reasons = dict((s.title, s.reason) for s in b.skipped)
     assert reasons["LEWIS CARROLL"] == "title page (a line of the title page)"
-    assert reasons["PUBLISHED BY"] == "publisher's adverts (title)"  # nested under "WORKS BY LEWIS CARROLL."
+    # The adverts are named by their title alone, and the NCX nests their text under them: a guess
+    # may not skip a part with TOC entries under it, so they are read.
+    assert "PUBLISHED BY" not in reasons
+    assert chapter(b, "MACMILLAN AND CO., LONDON.").char_count == 1342
 
 
 def test_regime_arabic_text(corpus):
@@ -393,10 +409,14 @@ def test_noterefs_are_not_read(tmp_path):
     assert b.chapters[0].paragraphs == ["One", "Said so today and more."]
 
 
+# A chapter long enough that a book's guessed skips fit in their budget (2 % of the text).
+LONG = "Words of a chapter long enough to carry a book's front matter. " * 200
+
+
 def test_skip_rules_by_type_landmark_and_title(tmp_path):
     docs = {"cover.xhtml": xhtml('<img src="c.jpg" alt="Cover"/>'),
             "copy.xhtml": xhtml("<p>All rights reserved.</p>", body_attrs=' epub:type="copyright-page"'),
-            "a.xhtml": xhtml("<h1>One</h1><p>Body.</p>"),
+            "a.xhtml": xhtml(f"<h1>One</h1><p>{LONG}</p>"),
             "idx.xhtml": xhtml("<h1>Index</h1><p>Apples, 3.</p>"),
             "colo.xhtml": xhtml("<p>Set in type.</p>"),
             "blank.xhtml": xhtml('<h1></h1><img src="pic.jpg" alt="A picture"/>')}
@@ -406,23 +426,23 @@ def test_skip_rules_by_type_landmark_and_title(tmp_path):
     b = load_book(make_epub(tmp_path, docs, nav=nav, landmarks=[("colophon", "colo.xhtml", "Colophon")],
                             extra_items={"c.jpg": jpeg, "pic.jpg": (b"\xff\xd8" + b"1" * 10, "image/jpeg", "")}))
     assert [c.title for c in b.chapters] == ["One"]
-    assert [(s.title, s.reason) for s in b.skipped] == [
-        ("Cover", "cover (title)"),
-        ("Copyright", "copyright page (epub:type)"),
-        ("Index", "index (title)"),
-        ("About this edition", "colophon (landmarks)"),
-        ("Plate", "no text (images only)"),
+    assert [(s.title, s.reason, s.chars, s.evidence) for s in b.skipped] == [
+        ("Cover", "cover (title)", 0, "guess"),
+        ("Copyright", "copyright page (epub:type)", 20, "structure"),
+        ("Index", "index (title)", 15, "guess"),
+        ("About this edition", "colophon (landmarks)", 12, "structure"),
+        ("Plate", "no text (images only)", 0, "empty"),
     ]
     assert b.cover.media_type == "image/jpeg" and b.cover.data.startswith(b"\xff\xd8\xff\xe0")
 
 
 def test_toc_without_usable_entries_falls_back_to_headings(tmp_path):
-    docs = {"a.xhtml": xhtml("<h2>First</h2><p>One.</p><h2>Second</h2><h3>Sub</h3><p>Two.</p>"
+    docs = {"a.xhtml": xhtml(f"<h2>First</h2><p>{LONG}</p><h2>Second</h2><h3>Sub</h3><p>Two.</p>"
                              '<h2 id="lic">Licence</h2><p>Legal.</p>')}
     path = make_epub(tmp_path, docs, ncx=[("Copyright", "a.xhtml#lic")], title="Fallback")
     b = load_book(path)
     assert [(c.title, c.paragraphs) for c in b.chapters] == [
-        ("First", ["First", "One."]), ("Second", ["Second", "Sub", "Two."])]
+        ("First", ["First", LONG.strip()]), ("Second", ["Second", "Sub", "Two."])]
     assert [(s.title, s.reason) for s in b.skipped] == [("Copyright", "copyright page (title)")]
 
 
@@ -473,7 +493,7 @@ FRONT = {
     "rights.xhtml": xhtml("<p>כל הזכויות שמורות להוצאה.</p><p>תל אביב 1950</p>"),  # Hebrew: all rights reserved
     "isbn.xhtml": xhtml("<p>First published 1999.</p><p>ISBN 978-0-14-044913-6</p>"),
     "tn.xhtml": xhtml("<h2>Transcriber’s Note</h2><p>Obvious typos were fixed.</p>"),
-    "c1.xhtml": xhtml("<h1>Chapter 1</h1><p>It began. The copyright of the tale is nobody's.</p>"),
+    "c1.xhtml": xhtml(f"<h1>Chapter 1</h1><p>It began. The copyright of the tale is nobody's.</p><p>{LONG}</p>"),
     "ads.xhtml": xhtml("<h2>By the Same Author</h2><p>Another Book. 6s.</p>"),
 }
 FRONT_NAV = [("Title", "titlepage.xhtml"), ("זכויות", "rights.xhtml"), ("Edition", "isbn.xhtml"),

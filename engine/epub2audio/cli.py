@@ -221,6 +221,8 @@ def parse_chapter_list(spec: str) -> list[int]:
 
 
 def chapter_table(book) -> str:
+    from .book.skips import summary
+
     lines = [f"{book.title} — {', '.join(book.authors) or 'unknown author'}" + (f" [{book.language}]" if book.language else "")]
     width = max([len(c.title) for c in book.chapters] + [5])
     width = min(width, 60)
@@ -232,9 +234,10 @@ def chapter_table(book) -> str:
     total = sum(c.char_count for c in book.chapters)
     lines.append(f"Total: {len(book.chapters)} chapters, {total:,} characters, "
                  f"about {format_duration(total / CHARS_PER_SECOND)} with the embedded voice")
+    lines.append(summary(book))
     if book.skipped:
         lines.append("Skipped:")
-        lines.extend(f"  - {s.title}: {s.reason}" for s in book.skipped)
+        lines.extend(f"  - {s.title}: {s.reason}, {s.chars:,} characters" for s in book.skipped)
     if book.warnings:
         lines.append("Warnings:")
         lines.extend(f"  - {w}" for w in book.warnings)
@@ -243,12 +246,16 @@ def chapter_table(book) -> str:
 
 def chapter_listing(book) -> dict:
     """The same facts as chapter_table, for programs (`--list-chapters --progress json`)."""
+    from .book.skips import plan_fields
+
     return {
         "title": book.title, "authors": book.authors, "language": book.language,
         "chapters": [{"number": i, "title": c.title, "characters": c.char_count,
                       "estimated_seconds": round(c.char_count / CHARS_PER_SECOND, 1)}
                      for i, c in enumerate(book.chapters, 1)],
-        "skipped": [{"title": s.title, "reason": s.reason} for s in book.skipped],
+        "skipped": [{"title": s.title, "reason": s.reason, "characters": s.chars, "evidence": s.evidence}
+                    for s in book.skipped],
+        "skipping": plan_fields(book),
         "warnings": list(book.warnings),
     }
 

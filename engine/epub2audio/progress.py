@@ -7,7 +7,8 @@ The JSON-lines stream (`--progress json`) is the machine interface the calibre p
 front ends read: one object a line on stdout, each with an "event" key:
   book     {title, chapters, segments, characters}
   voice    {name, narrator, backend, precision, sample_rate, model_id}
-  plan     {total, cached, to_render}
+  plan     {total, cached, to_render, skipping: {parts, characters, read_characters, share, by_evidence,
+           summary}}   (what of the book is not read: book/skips.py; summary is the line people see)
   segment  {done, total, chapter, index, audio_seconds, synth_seconds, eta_seconds}
   split    {chapter, index, pieces}   (a segment the voice could not say within its length cap is said
            in `pieces` shorter ones instead: the `total` of later segment events grows by pieces - 1)
@@ -89,6 +90,8 @@ class TextProgress(Progress):
         elif event == "voice":
             self._say(f"Voice: {f['narrator']} ({f['backend']}, {f['precision']}, {f['sample_rate']} Hz)")
         elif event == "plan":
+            if f.get("skipping"):
+                self._say(f["skipping"]["summary"])
             if f["cached"]:
                 self._say(f"Resuming: {f['cached']} of {f['total']} segments already done")
             if self.show_bar:

@@ -25,6 +25,7 @@ from .book.lexicon import (PHONEME_VOICES, Entry, Lexicon, apply as apply_lexico
 from .book.model import Chapter
 from .book.normalize import normalize
 from .book.segment import segment_chapter, split_in_two
+from .book.skips import plan_fields
 from .config import load_config
 from .errors import InputError, JobFailed
 from .progress import Eta, Progress
@@ -370,7 +371,8 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
         store.replace_plan([(ci, book.chapters[ci].title, "\n".join(book.chapters[ci].sources),
                              "\n".join(book.chapters[ci].paragraphs)) for ci in chapter_indices], planned)
         todo = [s for s in planned if not store.finished(s.key)]
-        progress.emit("plan", total=len(planned), cached=len(planned) - len(todo), to_render=len(todo))
+        progress.emit("plan", total=len(planned), cached=len(planned) - len(todo), to_render=len(todo),
+                      skipping=plan_fields(book))
         progress.emit("stage", stage="render")
         titles = {ci: book.chapters[ci].title for ci in chapter_indices}
         failures = _render(pool, store, todo, options.voice, details, progress, titles)

@@ -7,6 +7,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
+from . import skips
 from .model import Chapter, Skipped
 from .text import Anchor, Block, clean, epub_types, find_body, local_name
 from .toc import TocEntry, resolve
@@ -55,10 +56,36 @@ SKIP_FILES = [
 # Text that only a rights / imprint page carries; looked for in short spans only.
 COPYRIGHT_TEXT = re.compile(r"©|\ball rights reserved\b|\bISBN[\s:‐-]*[\dX‐-]{10,17}|tous droits|alle rechte vorbehalten|"
                             r"todos los derechos|tutti i diritti|版权|版權|著作権|זכויות", re.IGNORECASE)
-# A transcriber's account of the e-book edition (Gutenberg's "Au lecteur", "Transcriber's Note").
-TRANSCRIBER_TEXT = re.compile(r"\btranscriber'?s? note|\bthis e-?book\b|ce livre [ée]lectronique|note du transcripteur|"
-                              r"dieses e-?book", re.IGNORECASE)
-SHORT_TEXT = 2000  # characters of body text: a rights page or a note on the edition is shorter
+# What else a rights page says: a paragraph with one of these is part of it, not of a text that
+# merely carries a copyright line.
+RIGHTS_TEXT = re.compile(COPYRIGHT_TEXT.pattern + r"|\bcopyright\b|\breproduc|\bpermission\b|\bpublished by\b|"
+                         r"\bprinted in\b|\bfirst (published|edition|printing)\b|\blibrary of congress\b|"
+                         r"\bcatalogu?ing\b|\btrademark|\blicen[cs]|\bpublisher\b|\bdroits\b|\bverlag\b",
+                         re.IGNORECASE)
+# A transcriber's account of the e-book edition (Gutenberg's "Au lecteur", "Transcriber's Note",
+# "There is an illustrated edition of this title …", "an HTML version of this file").
+TRANSCRIBER_TEXT = re.compile(r"\btranscriber'?s? note|\bthis e-?(book|text)\b|ce livre [ée]lectronique|note du transcripteur|"
+                              r"dieses e-?book|\b(version|edition)s? of this (e-?book|e-?text|file|title)\b",
+                              re.IGNORECASE)
+# What an advert for a publisher's service or other books says; a page that says ADVERT_CUES of
+# them is one (Safari Books Online: "on-demand digital library", "pricing", "subscribers", a URL).
+ADVERT_TEXT = re.compile(r"https?://|\bwww\.|®|™|\bsubscri(be|bers?|ption)\b|\bfree trial\b|\btry it (for )?free\b|"
+                         r"\bon-demand\b|\b(digital|virtual|online) (library|bookshelf|bookstore|edition)\b|"
+                         r"\bpricing\b|\bvisit us\b|\bfor more information\b|\border (online|now|from)\b|"
+                         r"\bspecial offers?\b|\bdiscounts?\b|\bnewsletter\b|\bsign up\b|\bbuy (it|now|online)\b",
+                         re.IGNORECASE)
+ADVERT_CUES = 4
+# A paragraph that points to another edition of the e-book: Gutenberg's "There is an illustrated
+# edition of this title which may be viewed at EBook #…", "An HTML version of this file …".
+EDITION_NOTE = re.compile(r"\b(html|illustrated|other|original|plain[- ]text|text|audio) (version|edition)s? of this "
+                          r"(e-?book|e-?text|file|title|book)\b", re.IGNORECASE)
+EDITION_NOTE_TEXT = 300
+# A title page's lines: short, no sentence in them; a byline starts with "by" in some language.
+TITLE_LINE = 120
+SENTENCES = re.compile(r"[a-z]{2}[.!?]\s+\S.*[a-z]{2}[.!?]")  # two sentences: prose ("BY J. M. BARRIE" is a line)
+PLACEHOLDER = re.compile(r"^\[(illustration|frontispiece|image|picture)\b[^\]]*\]$", re.IGNORECASE)
+BYLINE = re.compile(r"^(by|par|von|di|por|door|av|af|de)\s+\S", re.IGNORECASE)
+SHORT_TEXT = skips.PAGE_SIZE  # characters of body text: a rights page or a note on the edition is shorter
 TITLE_PAGE_TEXT = 1000  # characters of body text under an entry named like the book: its title page
 # What --keep-front-matter reads after all: parts of the printed book, not packaging.
 FRONT_MATTER = ("title page", "half-title page", "copyright page", "imprint", "transcriber's note",
@@ -74,16 +101,37 @@ PG_END = re.compile(r"^(\*+\s*END OF (THE|THIS) PROJECT GUTENBERG|END OF (THE )?
 class Span:
     """The text from one chapter boundary to the next."""
 
-    entry: TocEntry | None  # None: text before the first TOC entry
+    entry: TocEntry | None  # None: text before the first TOC entry, or a file that no entry names
     blocks: list[Block] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     types: set[str] = field(default_factory=set)  # epub:type / landmark evidence at its start
     images: int = 0
     skip: str | None = None
+    # The span whose skip this one shares (the title page whose lines it holds, the skipped entry
+    # it is nested under): a guess is bounded by the size of all it takes.
+    skip_from: Span | None = None
+    label: str | None = None  # the name of a file that no entry names, skipped whole
+    # The report of a file skipped whole, made where the file starts (reports keep reading order).
+    record: Skipped | None = None
+    dropped: list[Skipped] = field(default_factory=list)  # paragraphs taken out of it (a note on the e-book)
 
     @property
     def has_body(self) -> bool:
         return any(not b.heading for b in self.blocks)
+
+    @property
+    def chars(self) -> int:
+        return sum(len(b.text) for b in self.blocks)
+
+    @property
+    def unread_chars(self) -> int:
+        """What skipping it leaves unread: a title page's epigraph and dedication are read anyway."""
+        title_page = bool(self.skip) and self.skip.startswith(("title page", "half-title page"))
+        return sum(len(b.text) for b in self.blocks if not (title_page and b.inscription))
+
+    @property
+    def evidence(self) -> str:
+        return skips.evidence_of((self.skip_from or self).skip or "")
 
 
 @dataclass
@@ -111,8 +159,12 @@ class Cutter:
     """Cuts one book's stream into titled spans, reporting what it skips in `skipped`."""
 
     def __init__(self, title: str, docs: dict[str, DocInfo], landmarks: dict, landmark_source: str,
-                 cover_images: set[str], skipped: list[Skipped], keep_front_matter: bool = False):
+                 cover_images: set[str], skipped: list[Skipped], keep_front_matter: bool = False,
+                 warnings: list[str] | None = None, authors: list[str] = ()):
         self.title = title
+        # Surnames of the book's authors: a byline that names one is a title page's line.
+        self.surnames = {fold(a).split()[-1] for a in authors if fold(a)}
+        self.warnings = warnings if warnings is not None else []
         self.docs = docs
         self.landmarks = landmarks
         self.landmark_source = landmark_source  # "landmarks" (EPUB3 nav) or "guide" (EPUB2)
@@ -128,12 +180,14 @@ class Cutter:
             following = next((i for i in blocks if i > start), None)
             if following is not None and stream[following].text.lower().startswith("produced by"):
                 start = following
+            chars = sum(len(it.text) for it in stream[:start + 1] if isinstance(it, Block))
             stream = [it for i, it in enumerate(stream) if i > start or not isinstance(it, Block)]
-            self.skipped.append(Skipped("Project Gutenberg header", "Project Gutenberg boilerplate"))
+            self.skipped.append(Skipped("Project Gutenberg header", "Project Gutenberg boilerplate", chars))
         end = next((i for i, it in enumerate(stream) if isinstance(it, Block) and PG_END.match(it.text)), None)
         if end is not None:
+            chars = sum(len(it.text) for it in stream[end:] if isinstance(it, Block))
             stream = [it for i, it in enumerate(stream) if i < end or not isinstance(it, Block)]
-            self.skipped.append(Skipped("Project Gutenberg footer", "Project Gutenberg boilerplate"))
+            self.skipped.append(Skipped("Project Gutenberg footer", "Project Gutenberg boilerplate", chars))
         return stream
 
     def spans(self, stream: list, linked: list[TocEntry]) -> list[Span]:
@@ -141,40 +195,123 @@ class Cutter:
         unless the file itself is front/back matter to skip (a second, short table of contents)."""
         targets = {e.doc for e in linked}
         spans = [Span(None)]
-        skipping_doc = False
+        current = spans[0]  # the span that text goes on
+        # A file skipped whole is a part of its own, so that its size is known and it can be read
+        # after all; the file after it continues the span before it, as if it were not there.
+        skipped_file = None
         unsourced = None  # a file that continues the current span, noted once it yields text
         for it in stream:
             if isinstance(it, DocStart):
                 info = self.docs[it.name]
                 reason = None if it.name in targets else self._doc_skip_reason(it.name, info)
-                skipping_doc = self._skips(reason)
-                if skipping_doc:
-                    self.skipped.append(Skipped(info.title or it.name, reason))
+                skipped_file = None
+                if self._skips(reason):
+                    skipped_file = Span(None, sources=[it.name], types=set(info.types), skip=reason,
+                                        label=info.title or it.name)
+                    skipped_file.record = Skipped(skipped_file.label, reason, evidence=skipped_file.evidence)
+                    self.skipped.append(skipped_file.record)
+                    spans.append(skipped_file)
                 elif reason:  # front matter kept on request: its own chapter, not the end of the last
-                    spans.append(Span(None, types=set(info.types)))
+                    current = Span(None, types=set(info.types))
+                    spans.append(current)
                 unsourced = it.name
             elif isinstance(it, Boundary):
-                skipping_doc, unsourced = False, None
+                skipped_file, unsourced = None, None
                 if it.source is None:  # an unlinked divider (<span> in the nav): a marker of its own
-                    spans.append(Span(it.entry))
+                    current = Span(it.entry)
+                    spans.append(current)
                     continue
                 doc, _, fragment = it.source.partition("#")
                 info = self.docs[doc]
                 types = info.anchor_types.get(fragment, set()) if fragment else info.types
-                spans.append(Span(it.entry, sources=[it.source], types=types,
-                                  images=len(info.images) if not fragment else 0))
-            elif not skipping_doc:
+                current = Span(it.entry, sources=[it.source], types=types,
+                               images=len(info.images) if not fragment else 0)
+                spans.append(current)
+            elif skipped_file is not None:
+                skipped_file.blocks.append(it)
+            else:
                 if unsourced:
-                    if spans[-1].entry is None and not spans[-1].blocks:  # text before the first entry
-                        spans[-1].types = set(self.docs[unsourced].types)
-                    add_sources(spans[-1], [unsourced])
+                    if current.entry is None and not current.blocks:  # text before the first entry
+                        current.types = set(self.docs[unsourced].types)
+                    add_sources(current, [unsourced])
                     unsourced = None
-                spans[-1].blocks.append(it)
+                current.blocks.append(it)
+        front = True  # no text read yet: where a title page is
         for span in spans:
-            span.skip = self._span_skip_reason(span)
+            if span.record is None:
+                span.skip = self._span_skip_reason(span, front)
+                if span.skip and span.evidence == "guess" and span.unread_chars > skips.PAGE_SIZE:
+                    span.skip = None  # a guess skips a page at most
+            front = front and (bool(span.skip) or not span.has_body)
         _title_page_lines(spans)
         _inherit_skips(spans)
+        self._bound_guesses(spans)
+        self._drop_edition_note(spans)
         return spans
+
+    def _drop_edition_note(self, spans: list[Span]):
+        """A note on the e-book edition among the first paragraphs of the first part read, in a
+        part too long to skip whole ("There is an illustrated edition of this title …"), is taken
+        out of it, if the guesses' budget allows."""
+        opening = next((s for s in spans if not self._skips(s.skip) and s.has_body), None)
+        if opening is None or not self._skips("transcriber's note (text)"):
+            return
+        first = [b for b in opening.blocks if not b.heading][:3]
+        note = next((b for b in first if len(b.text) <= EDITION_NOTE_TEXT and EDITION_NOTE.search(b.text)), None)
+        if note is None:
+            return
+        recorded = {id(s.record) for s in spans if s.record is not None}
+        total = sum(s.chars for s in spans) + sum(r.chars for r in self.skipped if id(r) not in recorded)
+        guessed = sum(s.unread_chars for s in spans if self._skips(s.skip) and s.evidence == "guess")
+        if skips.over_budget(guessed + len(note.text), total):
+            return
+        opening.blocks.remove(note)
+        title = note.text if len(note.text) <= 60 else note.text[:59].rstrip() + "…"
+        opening.dropped.append(Skipped(title, "transcriber's note (text)", len(note.text), "guess"))
+
+    def _bound_guesses(self, spans: list[Span]):
+        """Read what a guess would skip past its bounds (book/skips.py): a part larger than a page
+        with all it takes along, a part with TOC sections under it, and, in reading order, every
+        guessed part from the one that takes the guesses past their budget on (said in a warning:
+        front matter comes first, so the title and rights pages stay skipped, a rule misfiring
+        through the book does not)."""
+        groups: dict[int, tuple[Span, list[Span]]] = {}
+        for span in spans:
+            if span.record is not None:
+                span.record.chars = span.unread_chars
+            if self._skips(span.skip):
+                root = span.skip_from or span
+                groups.setdefault(id(root), (root, []))[1].append(span)
+        by_entry = {id(s.entry): s for s in spans if s.entry is not None}
+        guessed = []
+        for root, members in groups.values():
+            if root.evidence != "guess":
+                continue
+            if sum(m.unread_chars for m in members) > skips.PAGE_SIZE or _has_sections(root, by_entry):
+                self._read_back(members)
+            else:
+                guessed.append((root, members))
+        if not guessed:
+            return
+        recorded = {id(s.record) for s in spans if s.record is not None}
+        total = sum(s.chars for s in spans) + sum(r.chars for r in self.skipped if id(r) not in recorded)
+        cost, past = 0, []
+        for root, members in guessed:
+            size = sum(m.unread_chars for m in members)
+            cost += size
+            if past or skips.over_budget(cost, total):
+                past.append((Skipped(root.label or span_title(root, self.title), root.skip, size, "guess"), members))
+        if past:
+            self.warnings.append(skips.read_back_warning([part for part, _ in past], cost, total))
+            for _, members in past:
+                self._read_back(members)
+
+    def _read_back(self, members: list[Span]):
+        for span in members:
+            if span.record is not None:
+                self.skipped.remove(span.record)
+                span.record = None
+            span.skip, span.skip_from = None, None
 
     def _skips(self, reason: str | None) -> bool:
         """Whether a part skipped for `reason` stays unread (--keep-front-matter reads some)."""
@@ -190,8 +327,9 @@ class Cutter:
         # A file with nothing at all in it (e.g. only the Gutenberg footer box) is not worth a line.
         return "no text (images only)" if info.images else None
 
-    def _span_skip_reason(self, span: Span) -> str | None:
-        """Why a span is not read: how it is marked, else what its text says it is."""
+    def _span_skip_reason(self, span: Span, front: bool = False) -> str | None:
+        """Why a span is not read: how it is marked, else what its text says it is. `front`: no
+        text has been read before it."""
         entry = span.entry
         if entry is None and not span.blocks:
             return None
@@ -200,16 +338,36 @@ class Cutter:
         reason = self._marked(span.types, key, span_title(span, ""), doc)
         if reason:
             return reason
-        body = sum(len(b.text) for b in span.blocks if not b.heading)
-        if span.blocks and body <= SHORT_TEXT:
-            text = " ".join(b.text for b in span.blocks)
-            if COPYRIGHT_TEXT.search(text):
+        size = sum(len(b.text) for b in span.blocks if not b.heading)
+        if span.blocks and size <= SHORT_TEXT:
+            if _mostly(span.blocks, COPYRIGHT_TEXT, RIGHTS_TEXT):
                 return "copyright page (text)"
-            if TRANSCRIBER_TEXT.search(text):
+            if any(TRANSCRIBER_TEXT.search(b.text) for b in span.blocks):
                 return "transcriber's note (text)"
-        if entry is not None and body <= TITLE_PAGE_TEXT and names_book(entry.title, self.title):
+            cues = {m.group(0).lower() for m in ADVERT_TEXT.finditer(" ".join(b.text for b in span.blocks))}
+            if len(cues) >= ADVERT_CUES:
+                return "publisher's adverts (text)"
+        if entry is not None and size <= TITLE_PAGE_TEXT and names_book(entry.title, self.title):
             return "title page (the book's title)"
+        if front and self._title_page_text(span):
+            return "title page (text)"
         return None
+
+    def _title_page_text(self, span: Span) -> bool:
+        """Short lines only, none of them prose, one naming the book or a byline naming its author
+        ("BY LEWIS CARROLL"), the rest such lines or picture placeholders ("[Illustration]")."""
+        if not span.blocks or span.chars > TITLE_PAGE_TEXT:
+            return False
+        named = False
+        for block in span.blocks:
+            text = block.text
+            if PLACEHOLDER.match(text):
+                continue
+            if len(text) > TITLE_LINE or SENTENCES.search(text):
+                return False
+            if names_book(text, self.title) or (BYLINE.match(text) and set(fold(text).split()) & self.surnames):
+                named = True
+        return named
 
     def _marked(self, types: set[str], key, title: str, doc: str | None) -> str | None:
         """Front/back matter by its epub:type or role, landmark or guide, title, or file name."""
@@ -238,12 +396,15 @@ class Cutter:
         carried: list[Block] = []  # a skipped title page's epigraph and dedication, not yet read
         carried_sources: list[str] = []
         for index, span in enumerate(spans):
+            self.skipped.extend(span.dropped)
             if carried and span.blocks and not span.skip:
                 span.blocks[:0] = carried
                 add_sources(span, carried_sources)
                 carried, carried_sources = [], []
             if self._skips(span.skip):
-                self.skipped.append(Skipped(span_title(span, self.title), span.skip))
+                if span.record is None:  # a file skipped whole was reported where it starts
+                    self.skipped.append(Skipped(span_title(span, self.title), span.skip, span.unread_chars,
+                                                span.evidence))
                 if span.skip.startswith(("title page", "half-title page")):
                     # the book's title and imprint are packaging; its epigraph is part of the work
                     carried += [b for b in span.blocks if b.inscription]
@@ -261,7 +422,7 @@ class Cutter:
                 titled.append((span.entry.title, span))
             else:
                 reason = "no text (images only)" if span.images else "no text"
-                self.skipped.append(Skipped(span.entry.title, reason))
+                self.skipped.append(Skipped(span.entry.title, reason, 0, "empty"))
         return titled
 
     @staticmethod
@@ -299,6 +460,8 @@ def span_title(span: Span, fallback: str) -> str:
     """A span's TOC label; text before the first entry is named by its first heading."""
     if span.entry is not None:
         return span.entry.title
+    if span.label:
+        return span.label
     return next((b.text for b in span.blocks if b.heading), "") or fallback
 
 
@@ -312,6 +475,38 @@ def fold(s: str) -> str:
     return re.sub(r"\W+", " ", s.casefold()).strip()
 
 
+def _mostly(body: list[Block], mark: re.Pattern, kin: re.Pattern) -> bool:
+    """Whether `mark` is found and the paragraphs that share its subject (`kin`) are at least as
+    long as the others: a rights page, not a section that carries a copyright line."""
+    if not any(mark.search(b.text) for b in body):
+        return False
+    kin_chars = sum(len(b.text) for b in body if kin.search(b.text))
+    return kin_chars >= sum(len(b.text) for b in body) - kin_chars
+
+
+def _has_sections(span: Span, by_entry: dict[int, Span]) -> bool:
+    """Whether TOC entries under the span's entry are sections: entries with text of their own
+    that are read, or would go with it, rather than skipped on their own evidence. (Heading-only
+    entries in its file are its lines: "PUBLISHED BY".)"""
+    if span.entry is None:
+        return False
+    for entry in flatten_under(span.entry):
+        under = by_entry.get(id(entry))
+        if under is not None and under.has_body and (under.skip is None or under.skip_from is not None):
+            return True
+    return False
+
+
+def flatten_under(entry: TocEntry) -> list[TocEntry]:
+    """The entries nested under one, depth first (a work list: TOCs nest deep)."""
+    found, stack = [], list(reversed(entry.children))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(reversed(node.children))
+    return found
+
+
 def _same_as_next(span: Span, after: list[Span]) -> bool:
     """An empty span whose label the next span repeats: the same place named twice (a TOC nested
     3,000 deep, each level pointing at one file) gives one chapter, not 3,000."""
@@ -321,13 +516,14 @@ def _same_as_next(span: Span, after: list[Span]) -> bool:
 def _title_page_lines(spans: list[Span]):
     """Heading-only spans that follow a title page in its own file are lines of it (Gutenberg's
     NCX makes an entry of every line: "BY", "LEWIS CARROLL", "1886")."""
-    run_doc, reason = None, None
+    run_doc, reason, page = None, None, None
     for span in spans:
         doc = span.entry.doc if span.entry else None
         if span.skip and span.skip.startswith(("title page", "half-title page")):
             run_doc, reason = doc, span.skip.split(" (")[0] + " (a line of the title page)"
+            page = span.skip_from or span
         elif run_doc and doc == run_doc and span.entry is not None and not span.skip and not span.has_body:
-            span.skip = reason
+            span.skip, span.skip_from = reason, page
         else:
             run_doc = None
 
@@ -336,14 +532,15 @@ def _inherit_skips(spans: list[Span]):
     """An entry nested under a skipped one, in the same file, is part of it (the publisher's
     "WORKS BY …" page and its "PUBLISHED BY" line). Entries in other files are not: Standard
     Ebooks nests the whole book under its half-title page."""
-    skipped = {id(s.entry): s.skip for s in spans if s.entry is not None and s.skip}
+    skipped = {id(s.entry): s for s in spans if s.entry is not None and s.skip}
     for span in spans:
         if span.entry is None or span.skip:
             continue
         for ancestor in span.entry.ancestors():
             if id(ancestor) in skipped and ancestor.doc == span.entry.doc:
-                span.skip = skipped[id(ancestor)]
-                skipped[id(span.entry)] = span.skip
+                root = skipped[id(ancestor)]
+                span.skip, span.skip_from = root.skip, root.skip_from or root
+                skipped[id(span.entry)] = span
                 break
 
 

@@ -18,12 +18,22 @@ book title) unless it is front matter.
   copyright page / imprint, colophon, index, transcriber's notes, publisher's adverts and the
   Project Gutenberg licence. Evidence, in order: epub:type or DPUB-ARIA role on the target (or
   the file's body / first typed section), EPUB3 landmarks or the EPUB2 guide, the entry's title,
-  the file name (titlepage, halftitle, copyright, imprint), then the text of short spans (©, "All
-  rights reserved", ISBN, "Tous droits", 版权, זכויות, "this e-book") and a short entry named like
-  the book (a title page; the heading-only entries after it in its file are its lines). Entries
+  the file name (titlepage, halftitle, copyright, imprint), then the text of short spans (rights
+  text: ©, "All rights reserved", ISBN, "Tous droits", 版权, זכויות, where it is most of the page;
+  a note on the e-book: "this e-book", "an illustrated edition of this title"; an advert: four
+  kinds of sales talk, "on-demand digital library", "pricing", "subscribers", a URL), a short entry
+  named like the book (a title page; the heading-only entries after it in its file are its lines)
+  and, before any text is read, a page of short lines with one naming the book or a byline naming
+  its author ("[Illustration]", "BY JOHN SMITH": a title page). A note pointing to another
+  edition among the first paragraphs read ("There is an illustrated edition of this title") is
+  taken out of them. Entries
   nested under a skipped one in the same file go with it. `keep_front_matter` reads title,
   copyright and imprint pages, transcriber's notes and adverts after all. The Project Gutenberg
   header and footer are cut from the text ("*** START/END OF THE PROJECT GUTENBERG EBOOK").
+  Each skip carries the characters it leaves unread and its evidence; guesses (title, file name,
+  text) are bounded in book/skips.py: a page at most, never a part with TOC sections under it,
+  2 % of the text together (past that they are read, with a warning). A © line in a longer text
+  is not a copyright page. A book that skips more than 2 % of its text says so in a warning.
 * A chapter with no text at all (an image-only page) is reported as skipped.
 * Notes (`notes=`): note references are found by EPUB semantics (epub:type noteref,
   role="doc-noteref", and for EPUB2/Gutenberg books a link whose text is only a number or note
@@ -62,6 +72,7 @@ from ..errors import InputError
 from .chapters import Cutter, DocInfo, DocStart, Boundary, doc_info, doc_title, images, to_chapter
 from .container import open_container
 from .metadata import Metadata
+from . import skips
 from .model import Book, Skipped
 from .notes import NOTE_POLICIES, NOTES_HEADING, Notes  # noqa: F401 (NOTES_HEADING: part of this module's API)
 from .package import PackageError, PartUnreadable, read_package
@@ -164,7 +175,8 @@ class _Loader:
         if self.notes:
             self.notes.find(spine)
         cutter = Cutter(self.title, self.docs, self.landmarks, "landmarks" if self.nav_item else "guide",
-                        self.cover_images, self.skipped, self.keep_front_matter)
+                        self.cover_images, self.skipped, self.keep_front_matter, self.warnings,
+                        self.meta.authors())
         stream = self._stream(spine, entries)
         stream = cutter.trim_gutenberg(stream)
         spans = cutter.spans(stream, [e for e in entries if e.doc])
@@ -178,7 +190,7 @@ class _Loader:
         cover_docs = [n for n in spine if "cover" in self.docs[n].types] + [
             d for (d, _), types in self.landmarks.items() if "cover" in types and d in self.docs
         ] + self.nonlinear_docs
-        return Book(
+        book = Book(
             path=str(self.path),
             title=self.title,
             authors=self.meta.authors(),
@@ -193,6 +205,8 @@ class _Loader:
             pronunciation_lexicon=self._pls_entries(),
             warnings=self.warnings,
         )
+        skips.account(book)
+        return book
 
     def _doc_images(self, name: str) -> list[str]:
         if name in self.docs:
@@ -242,7 +256,8 @@ class _Loader:
                 continue
             name = item.get_name()
             if name == nav_name:
-                self.skipped.append(Skipped(self._doc_label(item), "table of contents (nav document)"))
+                self.skipped.append(Skipped(self._doc_label(item), "table of contents (nav document)",
+                                            _text_chars(self.nav_root)))
             elif str(linear).lower() == "no":
                 self.nonlinear_docs.append(name)
                 nonlinear.setdefault(name, item)
@@ -251,7 +266,8 @@ class _Loader:
         placed = self._place_by_toc(names, set(nonlinear))
         for name, item in nonlinear.items():
             if name not in placed:
-                self.skipped.append(Skipped(self._doc_label(item), "non-linear spine item"))
+                self.skipped.append(Skipped(self._doc_label(item), "non-linear spine item",
+                                            _text_chars(parse_xhtml(_raw(item)))))
         return names
 
     def _place_by_toc(self, names: list[str], nonlinear: set[str]) -> set[str]:
@@ -321,6 +337,11 @@ class _Loader:
                 else:
                     stream.append(it)
         return stream
+
+
+def _text_chars(root) -> int:
+    """Characters of the text a file would be read as (for the skip report of a file not read)."""
+    return sum(len(it.text) for it in read_blocks(root) if isinstance(it, Block)) if root is not None else 0
 
 
 def _raw(item) -> bytes:
