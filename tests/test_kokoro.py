@@ -255,9 +255,9 @@ def test_resume_and_regen_of_a_corpus_chapter_are_byte_identical(data_dir, tmp_p
                      "--no-verify", "--progress", "json", env=env)
     assert run.code == 0, run.stderr
     first = hashlib.sha256(out.read_bytes()).hexdigest()
-    run = epub2audio("regen", out, "--segment", "1.3", env=env)
+    run = epub2audio("regen", out, "--segment", "4.3", env=env)
     assert run.code == 0, run.stderr
-    assert "re-made: identical to the stored audio" in run.stdout
+    assert run.stdout.startswith("Segment 4.3 (") and f"re-made: identical to the stored audio. Wrote {out}" in run.stdout
     assert hashlib.sha256(out.read_bytes()).hexdigest() == first
     # A second conversion finds every segment done: nothing is rendered again.
     run = epub2audio(book, "-o", out, "--chapters", "4", "--voice", "kokoro:jm_kumo", "--no-verify",
