@@ -153,7 +153,8 @@ class Listed:
 
 def listing() -> list[Listed]:
     """Every voice that can be used here, with its family, languages and sample rate."""
-    rows = [Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"], "Joe, the embedded Piper voice (en_US medium; default)")]
+    rows = [Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"], "Joe, the embedded Piper voice (en_US medium; default)"),
+            Listed("tone", "test", (), SAMPLE_RATES["tone"], "a test tone (checks the pipeline)")]
     if kokoro_installed():
         rows += [Listed(f"kokoro:{s}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
                         f"Kokoro-82M, packaged {'male' if s.startswith('jm') else 'female'} speaker {s}")
@@ -167,7 +168,6 @@ def listing() -> list[Listed]:
                            f"your Kokoro files, style {style}"))
     rows += [Listed(f"cosyvoice3:{p}", "CosyVoice3", COSYVOICE3_LANGUAGES, SAMPLE_RATES["cosyvoice3"],
                     "cloned from a reference recording") for p in saved_profiles()]
-    rows.append(Listed("tone", "test", (), SAMPLE_RATES["tone"], "a test tone (checks the pipeline)"))
     return rows
 
 

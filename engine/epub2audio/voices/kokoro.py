@@ -461,7 +461,8 @@ class KokoroVoice:
         self._speed = np.array([settings.speed], dtype=np.float32)
         self.phonemize = EnglishPhonemizer(vocab())
         self._japanese: JapanesePhonemizer | None = None  # loaded with the first Japanese segment
-        precision = settings.precision if model != source or settings.precision == "int8" else "fp32"
+        # The user's model runs as given unless rewritten (it may be fp32 or int8 already).
+        precision = settings.precision if model != source or not settings.model else "as given"
         from importlib.metadata import version
 
         identity = (f"{sha256_file(source)}:{hashlib.sha256(self._style.tobytes()).hexdigest()}:"
