@@ -303,3 +303,14 @@ def test_dequantize_turns_dynamic_int8_back_into_fp32_kernels(tmp_path):
     # Only the weights' 8-bit rounding is left: no activation is quantised any more.
     assert np.abs(rewritten - exact).max() < 0.02 * np.abs(exact).max()
     assert kokoro.dequantize(int8) == 0  # nothing left to rewrite
+
+
+def test_a_japanese_book_read_by_joe_names_the_kokoro_voices(data_dir):
+    from epub2audio.voices.catalog import language_changes_audio, language_warning
+
+    assert language_warning("ja", "joe") == (
+        "the book is in Japanese (ja) but voice joe speaks English (en); voices that speak Japanese: "
+        "kokoro:jf_alpha, kokoro:jf_gongitsune, kokoro:jf_nezumi, kokoro:jf_tebukuro, kokoro:jm_kumo, "
+        "a CosyVoice3 voice (make one with `epub2audio voice add NAME --wav FILE`)")
+    assert language_warning("en-GB", "kokoro:jm_kumo") is None and language_warning("ja", "kokoro:jf_alpha") is None
+    assert language_changes_audio("kokoro:jm_kumo") and not language_changes_audio("joe")
