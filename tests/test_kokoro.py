@@ -143,6 +143,9 @@ def test_packaged_packs_are_the_five_speakers():
     packs = kokoro.read_packs(kokoro.packaged_voices_file())
     assert sorted(packs) == ["jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"]
     assert {p.shape for p in packs.values()} == {(510, 256)}
+    from epub2audio.voices.catalog import KOKORO_STYLES
+
+    assert KOKORO_STYLES == kokoro.PACKAGED_STYLES == tuple(sorted(packs))  # the parent's list is the packs'
 
 
 # ---- the CLI: voice add / list ------------------------------------------------------------------
@@ -210,8 +213,8 @@ def test_an_unknown_kokoro_voice_is_one_line_and_exit_2(data_dir, tmp_path):
 
 # ---- audio --------------------------------------------------------------------------------------
 
-def synthesize_in_a_fresh_worker(voice: str, options: dict, text: str, seed: int) -> bytes:
-    config = {"voice": voice, "threads": 1, "options": options}
+def synthesize_in_a_fresh_worker(voice: str, options: dict, text: str, seed: int, threads: int = 1) -> bytes:
+    config = {"voice": voice, "threads": threads, "options": options}
     proc = subprocess.Popen([sys.executable, "-m", "epub2audio.worker.child", json.dumps(config)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     ready, _ = protocol.receive(proc.stdout)
@@ -230,6 +233,8 @@ def test_the_same_text_gives_the_same_bytes_in_fresh_workers(data_dir):
     first = synthesize_in_a_fresh_worker("kokoro:jm_kumo", options, SENTENCE, 7)
     second = synthesize_in_a_fresh_worker("kokoro:jm_kumo", options, SENTENCE, 8)  # no random op: the seed is moot
     assert len(first) > 2 * 24000 and first == second
+    # A job's workers may run with another thread count than regen's single worker: same bytes.
+    assert synthesize_in_a_fresh_worker("kokoro:jm_kumo", options, SENTENCE, 7, threads=2) == first
     faster = synthesize_in_a_fresh_worker("kokoro:jm_kumo", {**options, "speed": 1.3}, SENTENCE, 7)
     assert len(faster) < len(first) * 0.9  # the speed setting reaches the model
 

@@ -458,7 +458,14 @@ class KokoroVoice:
         options.inter_op_num_threads = 1
         self._session = onnxruntime.InferenceSession(str(model), sess_options=options,
                                                      providers=["CPUExecutionProvider"])
-        self._speed = np.array([settings.speed], dtype=np.float32)
+        # kokoro-onnx's exports name the ids `tokens` (v1.0, the packaged one) or `input_ids`, and
+        # some take the speed as int32: read the names and types from the graph.
+        inputs = {i.name: i.type for i in self._session.get_inputs()}
+        self._tokens = "input_ids" if "input_ids" in inputs else "tokens"
+        speed_type = np.int32 if inputs.get("speed") == "tensor(int32)" else np.float32
+        if speed_type is np.int32 and settings.speed != int(settings.speed):
+            raise ValueError(f"{source.name} takes whole-number speeds only, not {settings.speed}")
+        self._speed = np.array([settings.speed], dtype=speed_type)
         self.phonemize = EnglishPhonemizer(vocab())
         self._japanese: JapanesePhonemizer | None = None  # loaded with the first Japanese segment
         # The user's model runs as given unless rewritten (it may be fp32 or int8 already).
@@ -497,7 +504,7 @@ class KokoroVoice:
 
     def run(self, phonemes: str) -> np.ndarray:
         ids = self.phonemize.ids(phonemes)
-        feeds = {"tokens": np.array([[0, *ids, 0]], dtype=np.int64),
+        feeds = {self._tokens: np.array([[0, *ids, 0]], dtype=np.int64),
                  "style": style_row(self._style, len(ids)), "speed": self._speed}
         return self._session.run(None, feeds)[0].reshape(-1).astype(np.float32)
 
