@@ -248,7 +248,11 @@ def test_a_blend_of_the_users_packs_loads_and_speaks(data_dir, tmp_path):
                                                 "style": "af_a:0.5,am_b:0.5"})
     pcm = voice.synthesize("Hello there.", 1)
     assert len(pcm) > 24000 and voice.info.name == "kokoro:mine"
-    assert voice.info.model_id != kokoro.load("kokoro:jm_kumo").info.model_id
+    # The model id is part of every segment key: the style and the speed change it, the name alone does not.
+    kumo = kokoro.load("kokoro:jm_kumo").info.model_id
+    assert voice.info.model_id != kumo
+    assert kokoro.load("kokoro:jm_kumo", options={"speed": 1.2}).info.model_id != kumo
+    assert kokoro.load("kokoro:other", options={"style": "jm_kumo"}).info.model_id == kumo
 
 
 @pytest.mark.slow
