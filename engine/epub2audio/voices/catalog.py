@@ -26,7 +26,8 @@ ALIASES = {"piper": "joe", "default": "joe"}
 SPEAKS = {"joe": ("en",)}
 COSYVOICE3_LANGUAGES = ("zh", "en", "ja", "ko", "de", "es", "fr", "it", "ru")
 # Voices whose audio depends on the language they are told (store.segment_key then includes
-# it). None yet: Piper ignores it and CosyVoice3 reads the language from the text itself.
+# it). By name, none: Piper ignores it and CosyVoice3 reads the language from the text itself;
+# every Kokoro voice is one (language_changes_audio), since the language picks its phonemiser.
 LANGUAGE_AUDIO_VOICES: frozenset[str] = frozenset()
 # Kokoro-82M (voices/kokoro.py): the packaged model and style packs, and users' own Kokoro files.
 # Its packs carry the speaker, not the language: every Kokoro voice reads English (espeak-ng en-us
