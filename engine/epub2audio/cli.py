@@ -137,9 +137,16 @@ def run_regen(args: argparse.Namespace) -> int:
 def voice_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="epub2audio voice", description="Manage voices.")
     sub = p.add_subparsers(dest="action", required=True)
-    add = sub.add_parser("add", help="make a CosyVoice3 voice from a short recording (3–30 s)")
+    add = sub.add_parser("add", help="make a CosyVoice3 voice from a short recording (3–30 s), or a Kokoro "
+                                     "voice from your own Kokoro files (--kokoro)")
     add.add_argument("name")
-    add.add_argument("--wav", type=Path, required=True, help="the reference recording (≥16 kHz, ≤30 s)")
+    add.add_argument("--wav", type=Path, help="CosyVoice3: the reference recording (≥16 kHz, ≤30 s)")
+    add.add_argument("--kokoro", type=Path, metavar="MODEL.onnx",
+                     help="Kokoro: the model file (kokoro-v1.0.onnx or its int8 export)")
+    add.add_argument("--voices", type=Path, metavar="VOICES.bin", help="Kokoro: the style packs (voices-v1.0.bin)")
+    add.add_argument("--style", help="Kokoro: a style, or a blend with weights (normalised to sum to 1), "
+                                     "e.g. af_heart or af_sarah:0.6,am_adam:0.4")
+    add.add_argument("--speed", type=float, default=1.0, help="Kokoro: speaking speed, 0.5–2.0 (default 1.0)")
     add.add_argument("--text", help="what the recording says (default: transcribed with the packaged Whisper)")
     add.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder")
     add.add_argument("--max-seconds", type=float,
@@ -151,14 +158,27 @@ def voice_parser() -> argparse.ArgumentParser:
 
 def run_voice(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .voices.catalog import BUILTIN, add_profile, saved_profiles
+    from .voices.catalog import add_kokoro, add_profile, listing
 
     if args.action == "list":
-        for name, what in BUILTIN.items():
-            print(f"{name:<24} {what}")
-        for name in saved_profiles():
-            print(f"{'cosyvoice3:' + name:<24} CosyVoice3, cloned from a reference recording")
+        print(f"{'NAME':<24} {'FAMILY':<10} {'LANGUAGES':<26} {'RATE':>8}  ABOUT")
+        for row in listing():
+            print(f"{row.name:<24} {row.family:<10} {','.join(row.languages) or '-':<26} "
+                  f"{row.sample_rate:>5} Hz  {row.about}")
         return EXIT_OK
+    if args.kokoro is not None or args.voices is not None or args.style is not None:
+        if args.wav is not None:
+            raise InputError("voice add: give --wav (CosyVoice3) or --kokoro/--voices/--style (Kokoro), not both")
+        missing = [flag for flag, value in (("--kokoro", args.kokoro), ("--voices", args.voices),
+                                            ("--style", args.style)) if value is None]
+        if missing:
+            raise InputError(f"voice add: a Kokoro voice also needs {' and '.join(missing)}")
+        saved = add_kokoro(args.name, args.kokoro, args.voices, args.style, args.speed)
+        blend = " + ".join(f"{w:.3g} {n}" for n, w in saved["weights"])
+        print(f"Saved voice kokoro:{args.name} ({blend}, speed {args.speed:g}).")
+        return EXIT_OK
+    if args.wav is None:
+        raise InputError("voice add: give --wav FILE (CosyVoice3) or --kokoro MODEL.onnx --voices FILE --style NAME")
     model_dir = args.model_dir or load_config().get("cosyvoice3_model_dir")
     if not model_dir:
         raise InputError("voice add: say where Fun-CosyVoice3-0.5B is with --model-dir (or cosyvoice3_model_dir)")

