@@ -690,7 +690,8 @@ class _Reader:
             self.flush()
         else:
             self.mark_anchor(el)
-            self.add(" " + lang_marked(spoken, self.lang[-1]) + " ")
+            after = " " if (el.tail or "")[:1].isalnum() else ""  # "x²." keeps its full stop close
+            self.add(" " + lang_marked(spoken, self.lang[-1]) + after)
 
     def _picture(self, el, alt: str, caption_of=None):
         if not self.content.image_alt or alt_text.is_decorative(el):
@@ -859,7 +860,8 @@ def _collect(root, parts: list[str], math_language: str | None = None):
         if tag == "math" and not is_hidden(el):
             spoken = mathml.speak(el, inherited_lang(el) or math_language)
             if spoken:
-                parts.append(f" {spoken}{'.' if mathml.is_display(el) else ''} ")
+                parts.append(f" {spoken}{'.' if mathml.is_display(el) else ''}"
+                             f"{' ' if (el.tail or '')[:1].isalnum() else ''}")
             continue
         if is_unread(el) or is_noteref(el):
             continue
