@@ -24,7 +24,7 @@ from .book.lexicon import (PHONEME_VOICES, Entry, Lexicon, apply as apply_lexico
                            voice_text)
 from .book.model import Chapter
 from .book.normalize import normalize
-from .book.normalize_en import letter_headings
+from .book.normalize_en import letter_headings, numbered_headings, numeral_label
 from .book.segment import segment_chapter, split_in_two
 from .config import load_config
 from .errors import InputError, JobFailed
@@ -143,12 +143,13 @@ def select_chapters(book: Book, wanted: list[int] | None) -> list[int]:
 
 def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lexicon: Lexicon | None = None,
                    book_lexicon: Lexicon | None = None, phonemes: bool = True,
-                   letters: set[int] | frozenset[int] = frozenset()) -> Chapter:
+                   letters: dict[int, str] | None = None) -> Chapter:
     """A chapter as it is read: title dropped if asked, pronunciations marked, text normalised.
     phonemes=False (a voice that cannot take IPA): the book's ssml:ph and PLS entries and the
     user's IPA entries are left out, so the written words are normalised in their context.
-    `letters`: indices of headings that are letters of the alphabet (letter_paragraphs), read as
-    the letter, not as a Roman numeral."""
+    `letters`: heading index → "letter" (a letter of the alphabet, not a Roman numeral) or
+    "numeral" ("Chapter C" among Roman chapter numbers), from letter_paragraphs."""
+    letters = letters or {}
     if book_lexicon is None:
         book_lexicon = Lexicon([Entry(g, ipa=ipa) for g, ipa in book.pronunciation_lexicon])
     if not phonemes:
@@ -164,14 +165,17 @@ def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lex
     paragraphs, kinds, breaks, languages = [], [], set(), {}
     for new, old in enumerate(indices):
         spans = chapter.pronunciations.get(old) if phonemes else None
-        heading = chapter.kind(old) == "heading" and old not in letters
+        heading = chapter.kind(old) == "heading" and letters.get(old) != "letter"
         # Each run of one language is marked and normalised on its own, by its own language's
         # rules (no English number words inside a French quotation).
         source = chapter.paragraphs[old]
+        runs = chapter.languages.get(old)
+        if letters.get(old) == "numeral":  # respelt: spans over the written heading no longer fit
+            source, spans, runs = numeral_label(source), None, None
         pieces: list[str] = []
         spoken_runs: list[tuple[int, int, str]] = []
         length = 0
-        for start, end, lang in language_runs(source, chapter.languages.get(old), book.language):
+        for start, end, lang in language_runs(source, runs, book.language):
             inside = [(a - start, b - start, ipa) for a, b, ipa in spans or [] if start <= a and b <= end]
             text = apply_lexicons(source[start:end], inside, book_lexicon, lexicon)
             text = normalize(text, lang or book.language, heading=heading)
@@ -192,15 +196,21 @@ def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lex
                    languages=languages)
 
 
-def letter_paragraphs(book: Book) -> dict[int, set[int]]:
-    """Chapter index → indices of its headings that are letters of the alphabet ("C" in a
-    dictionary's A, B, C …), judged over the whole book's headings in reading order."""
+def letter_paragraphs(book: Book) -> dict[int, dict[int, str]]:
+    """Chapter index → {heading index: "letter" | "numeral"}: headings that are letters of the
+    alphabet ("C" in a dictionary's A, B, C …) and "Chapter C" headings that are Roman numerals
+    (among "Chapter XCIX", "Chapter CI"), judged over the whole book's headings in reading order.
+    English books only: the Roman numeral rules are English ones."""
+    if (book.language or "en").split("-")[0].lower() != "en":
+        return {}
     places = [(ci, pi) for ci, chapter in enumerate(book.chapters)
               for pi in range(len(chapter.paragraphs)) if chapter.kind(pi) == "heading"]
-    found: dict[int, set[int]] = {}
-    for k in letter_headings([book.chapters[ci].paragraphs[pi] for ci, pi in places]):
-        ci, pi = places[k]
-        found.setdefault(ci, set()).add(pi)
+    headings = [book.chapters[ci].paragraphs[pi] for ci, pi in places]
+    found: dict[int, dict[int, str]] = {}
+    for kind, indices in (("letter", letter_headings(headings)), ("numeral", numbered_headings(headings))):
+        for k in indices:
+            ci, pi = places[k]
+            found.setdefault(ci, {})[pi] = kind
     return found
 
 
@@ -212,7 +222,7 @@ def plan_segments(book: Book, chapter_indices: list[int], job_seed: int, voice: 
     for ci in chapter_indices:
         spoken = spoken_chapter(book, book.chapters[ci], say_titles=say_titles, lexicon=lexicon,
                                 book_lexicon=book_lexicon, phonemes=voice in PHONEME_VOICES,
-                                letters=letters.get(ci, frozenset()))
+                                letters=letters.get(ci))
         for seg in segment_chapter(ci, spoken):
             text = voice_text(seg.text, voice)  # pronunciation markup only for voices that speak it
             occurrence = seen[text]

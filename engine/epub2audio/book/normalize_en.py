@@ -479,6 +479,32 @@ def letter_headings(headings: list[str]) -> set[int]:
     return letters
 
 
+_LABELLED = _c(rf"(?P<word>[A-Z][a-z]+)\.? (?P<num>{ROMAN})\.?")
+
+
+def numbered_headings(headings: list[str]) -> set[int]:
+    """Which headings "Chapter C" (C, D, L, M after a word: a letter, as in "Appendix C") are Roman
+    numerals after all: those whose nearest headings with the same word are numbered in Roman
+    numerals of more than one letter ("Chapter XCIX", "Chapter C", "Chapter CI")."""
+    labelled = [(i, m) for i, h in enumerate(headings) for m in [_LABELLED.fullmatch(h.strip())] if m]
+    found: set[int] = set()
+    for k, (i, m) in enumerate(labelled):
+        if m["num"] not in ("C", "D", "L", "M"):
+            continue
+        word = m["word"].lower()
+        same = [n for _, n in labelled[:k] if n["word"].lower() == word][-1:] + \
+            [n for _, n in labelled[k + 1:] if n["word"].lower() == word][:1]
+        if any(len(n["num"]) > 1 for n in same):
+            found.add(i)
+    return found
+
+
+def numeral_label(heading: str) -> str:
+    """ "Chapter C" → "Chapter one hundred" (for a heading numbered_headings found)."""
+    m = _LABELLED.fullmatch(heading.strip())
+    return f"{m['word']} {cardinal(roman_value(m['num']))}" if m else heading
+
+
 def _counted(m) -> str:
     num, key = m["num"], m["word"].lower()
     if not (key in _NUMBERED_SET or key.endswith(".") and key[:-1] in _NUMBERED_ABBREVIATIONS
