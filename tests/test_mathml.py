@@ -201,3 +201,24 @@ def test_unknown_mathml_is_a_warning_naming_the_file(tmp_path):
     book = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, nav=[("One", "a.xhtml")]))
     assert book.chapters[0].paragraphs == ["See X a b and Y c d."]
     assert book.warnings == ["a.xhtml: 2 MathML <mmultiscripts> elements read without their structure (only their text)"]
+
+
+def test_a_label_that_only_says_equation_is_not_read():
+    assert say('<math alttext="equation"><msup><mi>x</mi><mn>2</mn></msup></math>') == "x squared"
+
+
+def test_epub_switch_reads_the_mathml_case_only():
+    body = ('<p>So <epub:switch id="s1"><epub:case required-namespace="http://www.w3.org/1998/Math/MathML">'
+            '<math xmlns="http://www.w3.org/1998/Math/MathML"><msqrt><mn>2</mn></msqrt></math></epub:case>'
+            '<epub:default><img src="sqrt2.png" alt="root two"/></epub:default></epub:switch> is irrational.</p>'
+            '<p>Or <epub:switch id="s2"><epub:case required-namespace="urn:other"><x>?</x></epub:case>'
+            '<epub:default>one half</epub:default></epub:switch>.</p>')
+    assert [b.text for b in read_blocks(parse_xhtml(xhtml(body)))] == [
+        "So the square root of 2 is irrational.", "Or one half."]
+
+
+def test_a_formula_drawn_as_a_picture_with_tex_is_named_not_read(tmp_path):
+    body = '<p>Hence <img src="f.png" alt="\\frac{a}{b}"/> holds.</p>'
+    book = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, nav=[("One", "a.xhtml")]))
+    assert book.chapters[0].paragraphs == ["Hence holds."]
+    assert book.warnings == ["a.xhtml: 1 formula drawn as a picture with a TeX description not read"]

@@ -351,6 +351,8 @@ def _unread_warning(name: str, kind: str, count: int) -> str:
     plural = "s" if count != 1 else ""
     if kind.startswith("MathML"):
         return f"{name}: {count} {kind} element{plural} read without their structure (only their text)"
+    if kind.startswith("formula picture"):
+        return f"{name}: {count} formula{plural} drawn as a picture with a TeX description not read"
     if kind == "SVG <text>":
         return f"{name}: {count} SVG drawing{plural} with <text> not read (only its title)"
     return f"{name}: {count} {kind} element{plural} not read (nothing to read aloud in them)"

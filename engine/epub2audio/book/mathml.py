@@ -31,6 +31,10 @@ from num2words import num2words
 MATHML_NS = "http://www.w3.org/1998/Math/MathML"
 PAUSE = "\ue010"  # a private marker: a spoken comma, dropped where punctuation or the end follows
 TEX_SOURCE = re.compile(r"\\[A-Za-z]+|[\^_]\{|\$")
+# Labels that say only that there is a formula: the markup says more.
+GENERIC_LABELS = frozenset(["equation", "formula", "math", "mathematics", "expression", "image", "inline",
+                            "display", "équation", "formule", "gleichung", "formel", "ecuación", "fórmula",
+                            "equazione", "formula matematica"])
 
 # -- words -----------------------------------------------------------------------------------------
 # Operators by meaning, then the structures (format strings). One table per language.
@@ -316,6 +320,8 @@ def speak(math, lang: str | None = None, unknown: list[str] | None = None) -> st
     """The spoken form of a <math> element (see the module docstring). Names of MathML elements
     read without their structure are appended to `unknown`."""
     given = _clean(math.get("alttext") or math.get("aria-label") or "")
+    if given.casefold().strip(" .") in GENERIC_LABELS:
+        given = ""
     if given and not TEX_SOURCE.search(given):
         return given
     code = language_of(lang)

@@ -634,6 +634,11 @@ class _Reader:
             if not is_hidden(el):
                 self._content(el, tag)
             return
+        if tag == "switch":  # EPUB 3.0 epub:switch: the MathML case, else the fallback, never both
+            chosen = switch_choice(el)
+            if chosen is not None:
+                self._enter(chosen)
+            return
         if is_unread(el):
             return
         if is_scene_break(el):
@@ -695,6 +700,9 @@ class _Reader:
 
     def _picture(self, el, alt: str, caption_of=None):
         if not self.content.image_alt or alt_text.is_decorative(el):
+            return
+        if mathml.TEX_SOURCE.search(alt):  # a formula drawn as a picture, described in TeX
+            self.content.count("formula picture (TeX description)")
             return
         src = el.get("src") or el.get("{http://www.w3.org/1999/xlink}href") or el.get("href") or ""
         if src and callable(self.content.is_cover) and self.content.is_cover(src):
@@ -818,6 +826,13 @@ class _Reader:
                     self.block_notes.append(href)
 
 
+def switch_choice(el):
+    """Which part of an epub:switch is read: the first case for MathML, else the default."""
+    cases = [c for c in el if local_name(c) == "case"]
+    chosen = next((c for c in cases if "MathML" in (c.get("required-namespace") or "")), None)
+    return chosen if chosen is not None else next((c for c in el if local_name(c) == "default"), None)
+
+
 def _caption_beside(el) -> str:
     """The words next to a picture: its <figure>'s, else those of the block that holds it."""
     own = clean("".join(el.itertext()))
@@ -857,6 +872,11 @@ def _collect(root, parts: list[str], math_language: str | None = None):
             parts.append(el)
             continue
         tag = local_name(el)
+        if tag == "switch":
+            chosen = switch_choice(el)
+            if chosen is not None:
+                stack.append(chosen)
+            continue
         if tag == "math" and not is_hidden(el):
             spoken = mathml.speak(el, inherited_lang(el) or math_language)
             if spoken:
