@@ -292,3 +292,20 @@ def test_a_book_of_empty_files_is_refused(tmp_path):
     run = epub2audio(path, "--list-chapters")
     assert (run.code, run.stderr) == (2, "epub2audio: error: empty.epub: contains no text to read "
                                          "(2 parts skipped)\n")
+
+
+def test_next_and_previous_links_naming_different_topics_are_one_repeated_text(tmp_path):
+    def body(i):
+        return (f"<h1>Section {i}</h1>{LONG}<div><strong>Previous topic:</strong> <a href='s{i - 1}.xhtml'>S{i - 1}</a></div>"
+                f"<div><strong>Next topic:</strong> <a href='s{i + 1}.xhtml'>Section number {i + 1}</a></div>")
+    book = sections(tmp_path, 4, body)
+    assert [c.paragraphs for c in book.chapters] == [[f"Section {i}", LONG_TEXT] for i in range(1, 5)]
+    assert [(s.title, s.reason, s.chars) for s in book.skipped] == [
+        ("Previous topic: …", "repeated text (4 times, in 4 of 4 files)", 4 * len("Previous topic: S1")),
+        ("Next topic: …", "repeated text (4 times, in 4 of 4 files)", 4 * len("Next topic: Section number 2")),
+    ]
+
+
+@pytest.mark.parametrize("alt", ["Alternative text not available", "alt text", "No description"])
+def test_placeholder_descriptions_are_not_read(tmp_path, alt):
+    assert text(tmp_path, f'<p>Text.</p><img src="a.png" alt="{alt}"/>') == ["Text."]

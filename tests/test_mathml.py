@@ -222,3 +222,10 @@ def test_a_formula_drawn_as_a_picture_with_tex_is_named_not_read(tmp_path):
     book = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, nav=[("One", "a.xhtml")]))
     assert book.chapters[0].paragraphs == ["Hence holds."]
     assert book.warnings == ["a.xhtml: 1 formula drawn as a picture with a TeX description not read"]
+
+
+def test_placeholder_alttext_and_empty_scripts():
+    # seen in a real textbook: every formula labelled so, and empty exponents left by its converter
+    assert say('<math alttext="Alternative text not available"><msup><mrow><mi>ℂ</mi></mrow><mrow/></msup></math>') == \
+        "the complex numbers"
+    assert say('<math><msub><mi>x</mi><mrow/></msub></math>') == "x"

@@ -33,6 +33,9 @@ ILLUSTRATION_PREFIX = re.compile(r"^\[?\s*(illustration|illus\.?|image|figure|fi
                                  re.IGNORECASE)
 FILE_NAME = re.compile(r"^[\w.\-/\\ ]*\.(jpe?g|png|gif|svg|webp|bmp|tiff?|avif)$|^[a-z]*[_\-]?\d+[a-z]?$|"
                        r"^[\w\-]*[_][\w\-]*$", re.IGNORECASE)
+# What a converter writes when it has no description ("Alternative text not available").
+PLACEHOLDER = re.compile(r"\b(alt(ernative)?[ -]?text|not available|no description|unavailable|"
+                         r"description missing|missing description)\b", re.IGNORECASE)
 SPOKEN = {"en": "Image: {}", "fr": "Image : {}", "de": "Bild: {}", "es": "Imagen: {}", "it": "Immagine: {}"}
 
 
@@ -73,7 +76,7 @@ def informative(text: str) -> str:
     if text.startswith("[") and text.endswith("]"):
         text = text[1:-1].strip()
     text = ILLUSTRATION_PREFIX.sub("", text).strip(" []")
-    if not text or FILE_NAME.match(text):
+    if not text or FILE_NAME.match(text) or PLACEHOLDER.search(text):
         return ""
     words = [w for w in re.split(r"[\W\d_]+", text.casefold()) if w]
     if not words or all(w in GENERIC_WORDS or len(w) == 1 for w in words):

@@ -4,8 +4,10 @@ per-file copyright footers and running headers that a converter prints in every 
 The rule, from the structure of the book rather than from words:
 * a candidate is a short block (at most SHORT characters) that is not a heading and not verse, and
   that sits where page furniture sits: in a <header>, <footer> or <nav> (or their ARIA roles), or
-  is mostly link text, or is the first or the last block of its file;
-* a candidate text (compared case-folded, whitespace collapsed) that recurs in at least
+  holds a link to another place in the book, or is the first or the last block of its file;
+* a candidate text (compared case-folded, whitespace collapsed; for a mostly-link block, its own
+  words around its links, so "Next topic: <a>Section 3</a>" and "Next topic: <a>Section 4</a>"
+  are one text) that recurs in at least
   MIN_FILES files and in at least half of the files that have text is dropped everywhere it is a
   candidate, and reported once as a Skipped with evidence "repetition" and its total characters.
 So a © line in one file is never dropped, a refrain (verse) or a speaker's name (in the middle of
@@ -16,14 +18,15 @@ from __future__ import annotations
 
 from .chapters import DocStart
 from .model import Skipped
-from .text import Block
+from .text import LINK_HOLE, Block
 
 SHORT = 300  # characters: a link bar or a footer line, not a paragraph of the work
 MIN_FILES = 3
 
 
-def _key(text: str) -> str:
-    return " ".join(text.casefold().split())
+def _key(block: Block) -> str:
+    """What repeats: the text, or for a block with links its own words around its links."""
+    return " ".join((block.skeleton or block.text).casefold().split())
 
 
 def drop_repeated(stream: list, skipped: list[Skipped]) -> list:
@@ -43,7 +46,7 @@ def drop_repeated(stream: list, skipped: list[Skipped]) -> list:
         for position, i in enumerate(indices):
             block = stream[i]
             if _candidate(block, position == 0 or position == len(indices) - 1):
-                key = _key(block.text)
+                key = _key(block)
                 found.setdefault(key, []).append(i)
                 in_files.setdefault(key, set()).add(number)
     drop: set[int] = set()
@@ -51,7 +54,9 @@ def drop_repeated(stream: list, skipped: list[Skipped]) -> list:
         count = len(in_files[key])
         if count >= MIN_FILES and 2 * count >= len(text_files):
             drop.update(indices)
-            text = stream[indices[0]].text
+            first = stream[indices[0]]
+            same = all(stream[i].text == first.text for i in indices)
+            text = first.text if same or not first.skeleton else first.skeleton.replace(LINK_HOLE, "…")
             skipped.append(Skipped(
                 text if len(text) <= 60 else text[:59] + "…",
                 f"repeated text ({len(indices)} times, in {count} of {len(text_files)} files)",
@@ -66,4 +71,4 @@ def _candidate(block: Block, at_edge: bool) -> bool:
         return False
     if block.furniture:
         return True
-    return not block.heading and (block.linked or at_edge)
+    return not block.heading and (bool(block.skeleton) or at_edge)

@@ -35,6 +35,9 @@ TEX_SOURCE = re.compile(r"\\[A-Za-z]+|[\^_]\{|\$")
 GENERIC_LABELS = frozenset(["equation", "formula", "math", "mathematics", "expression", "image", "inline",
                             "display", "équation", "formule", "gleichung", "formel", "ecuación", "fórmula",
                             "equazione", "formula matematica"])
+# What a converter writes when it has no description ("Alternative text not available").
+PLACEHOLDER = re.compile(r"\b(alt(ernative)?[ -]?text|not available|no description|unavailable|"
+                         r"description missing|missing description|todo)\b", re.IGNORECASE)
 
 # -- words -----------------------------------------------------------------------------------------
 # Operators by meaning, then the structures (format strings). One table per language.
@@ -320,7 +323,7 @@ def speak(math, lang: str | None = None, unknown: list[str] | None = None) -> st
     """The spoken form of a <math> element (see the module docstring). Names of MathML elements
     read without their structure are appended to `unknown`."""
     given = _clean(math.get("alttext") or math.get("aria-label") or "")
-    if given.casefold().strip(" .") in GENERIC_LABELS:
+    if given.casefold().strip(" .") in GENERIC_LABELS or PLACEHOLDER.search(given):
         given = ""
     if given and not TEX_SOURCE.search(given):
         return given
@@ -651,6 +654,8 @@ def _script_parts(el, count: int):
 
 def _power(base_el, exp_el, ctx: _Context) -> str:
     base = _base(base_el, ctx)
+    if not _text(exp_el):  # an empty script (converters leave them): nothing is raised
+        return base
     exp_text = _token_text(exp_el) if _is_token(exp_el) else None
     if exp_text == "2":
         return _w(ctx, "squared", b=base)
@@ -701,6 +706,8 @@ def _subscript(base_el, sub_el, ctx: _Context) -> str:
     if _name(base_u) == "mi" and _text(base_u) == "log":
         return _w(ctx, "log_base", s=_finish(_render(sub_el, ctx)))
     sub = _finish(_render(sub_el, ctx))
+    if not sub:
+        return _base(base_el, ctx)
     return _w(ctx, "sub", b=_base(base_el, ctx), s=sub) + _pause_if(not _is_token(sub_el))
 
 

@@ -96,6 +96,7 @@ INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff\u180e]")
 SPACES = re.compile(r"[\s\x1e]+")
 RAW_LINES = re.compile(r"[\n\x1e]")
 EMPTY_BRACKETS = re.compile(r"\(\s*\)|\[\s*\]")
+LINK_HOLE = "\ue011"  # a private marker: where a link's text was, in Block.skeleton
 LINE_BREAK = "\x1e"  # a private marker: raw newlines in the source are only whitespace
 CHAR_REF = re.compile(rb"&#(?:[xX]([0-9a-fA-F]{1,16})|([0-9]{1,20}));")
 # libxml2 errors after which the rest of a document is lost (entity amplification, depth, ...).
@@ -112,11 +113,13 @@ class Block:
     inscription: bool = False  # part of an epigraph or dedication (read even on a skipped title page)
     phonemes: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, ipa)
     langs: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, BCP 47 tag)
-    # Where it sits, for boilerplate.py: inside <header>/<footer>/<nav> (or their ARIA roles), mostly
-    # link text, or inside verse (a refrain repeats on purpose).
+    # Where it sits, for boilerplate.py: inside <header>/<footer>/<nav> (or their ARIA roles), or
+    # inside verse (a refrain repeats on purpose).
     furniture: bool = False
-    linked: bool = False
     verse: bool = False
+    # A block's own words with each link's text as LINK_HOLE (blocks with links): "Next topic: \ue011"
+    # repeats across files where the link texts differ (boilerplate.py).
+    skeleton: str = ""
 
 
 @dataclass
@@ -513,6 +516,7 @@ class _Reader:
         self.parts: list[str] = []  # text of the block being built
         self.part_langs: list[str | None] = []  # the language each part was read in
         self.lang: list[str | None] = [None]  # the language in effect, innermost last
+        self.skeleton: list[str] = []  # the block's text with link texts as LINK_HOLE
         self.link_chars = 0  # characters of it that came from internal links
         self.text_chars = 0  # characters of it that came from anything else
         self.in_link = 0
@@ -528,12 +532,13 @@ class _Reader:
                 self.link_chars += len(text)
             else:
                 self.text_chars += len(text)
+        self.skeleton.append(LINK_HOLE if self.in_link and not text.isspace() else text)
 
     def flush(self, heading: bool = False):
         raw = self._marked_text()
         nav_only = self.link_chars and not self.text_chars
-        linked = self.link_chars > self.text_chars
-        self.parts, self.part_langs, self.link_chars, self.text_chars = [], [], 0, 0
+        skeleton = re.sub(f"{LINK_HOLE}+", LINK_HOLE, shown("".join(self.skeleton))) if self.link_chars else ""
+        self.parts, self.part_langs, self.link_chars, self.text_chars, self.skeleton = [], [], 0, 0, []
         if nav_only:
             self._emit_picture_notes()
             return
@@ -543,7 +548,7 @@ class _Reader:
             self._emit_picture_notes()
             return
         block = make_block(raw, heading)
-        block.linked = linked
+        block.skeleton = skeleton
         self.emit(block)
         self._emit_picture_notes()
 
