@@ -229,3 +229,15 @@ def test_placeholder_alttext_and_empty_scripts():
     assert say('<math alttext="Alternative text not available"><msup><mrow><mi>ℂ</mi></mrow><mrow/></msup></math>') == \
         "the complex numbers"
     assert say('<math><msub><mi>x</mi><mrow/></msub></math>') == "x"
+
+
+def test_numbers_written_digit_by_digit_are_one_number():
+    assert say('<math><mn>3</mn><mn>3</mn><mo>+</mo><mo>−</mo><mn>1</mn><mn>6</mn></math>') == "33 plus minus 16"
+
+
+def test_a_bracketed_argument_after_a_function_in_mfenced():
+    assert say('<math><msub><mi>f</mi><mi>T</mi></msub><mfenced><mi>x</mi></mfenced></math>') == "f sub T of x"
+
+
+def test_the_end_of_proof_box_is_silent():
+    assert say('<math><mi>□</mi></math>') == ""

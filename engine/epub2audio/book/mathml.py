@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from num2words import num2words
 
@@ -60,6 +61,7 @@ OPERATOR_KEYS = {
 }
 # Silent or nearly so: invisible operators, grouping, and separators.
 INVISIBLE_TIMES, FUNCTION_APPLICATION, INVISIBLE_SEPARATOR, INVISIBLE_PLUS = "\u2062", "\u2061", "\u2063", "\u2064"
+END_OF_PROOF = frozenset("□■∎▪◻")  # a proof's closing box: seen, not said
 OPENING = frozenset("([{⟨⌊⌈〈")
 CLOSING = frozenset(")]}⟩⌋⌉〉")
 LARGE_OPERATORS = {"∑": "sum", "⅀": "sum", "∏": "product", "∐": "coproduct", "∫": "integral",
@@ -347,7 +349,12 @@ def is_display(math) -> bool:
 
 def _name(el) -> str:
     tag = el.tag
-    return tag.rpartition("}")[2].lower() if isinstance(tag, str) else ""
+    return _local(tag) if isinstance(tag, str) else ""
+
+
+@lru_cache(maxsize=512)
+def _local(tag: str) -> str:
+    return tag.rpartition("}")[2].lower()
 
 
 def _kids(el) -> list:
@@ -430,7 +437,8 @@ def _math(el, ctx):
 
 
 def _mi(el, ctx):
-    return _identifier(_text(el), ctx)
+    text = _text(el)
+    return "" if text in END_OF_PROOF else _identifier(text, ctx)
 
 
 def _identifier(text: str, ctx: _Context) -> str:
@@ -478,7 +486,7 @@ def _mo(el, ctx):
 
 
 def _operator(text: str, ctx: _Context) -> str:
-    if text in (INVISIBLE_TIMES, "", INVISIBLE_SEPARATOR) or text in OPENING or text in CLOSING:
+    if text in (INVISIBLE_TIMES, "", INVISIBLE_SEPARATOR) or text in OPENING or text in CLOSING or text in END_OF_PROOF:
         return ""
     if text == FUNCTION_APPLICATION:
         return ctx.words["of"]
@@ -559,6 +567,14 @@ def _row(kids: list, ctx: _Context) -> str:
                 out.append(_w(ctx, key, x=inner) + _pause_if(close - i > 2))
                 i = close + 1
                 continue
+        if name == "mfenced" and kid.get("open", "(") == "(" and _applies(out, kids, i):
+            out.append(_join(ctx.words["of"], _mfenced(kid, ctx)) + _pause_if(len(_kids(kid)) > 1))
+            i += 1
+            continue
+        if name == "mn" and i > 0 and _name(kids[i - 1]) == "mn" and out:
+            out[-1] += _text(kid)  # one number a converter wrote digit by digit: 3 3 is 33
+            i += 1
+            continue
         out.append(_render(kid, ctx))
         i += 1
     return _join(*out)
@@ -854,7 +870,7 @@ def _matrix(table, ctx: _Context, determinant: bool = False) -> str:
         return ""
     cols = max(len(r) for r in rows)
     head = _w(ctx, "determinant" if determinant else "matrix", r=len(rows), c=cols)
-    said = [f"{_w(ctx, 'row', i=i)}: " + (PAUSE + " ").join(c or "0" for c in row) for i, row in enumerate(rows, 1)]
+    said = [f"{_w(ctx, 'row', i=i)}: " + (PAUSE + " ").join(c for c in row if c) for i, row in enumerate(rows, 1)]
     return head + PAUSE + " " + "; ".join(said) + PAUSE
 
 

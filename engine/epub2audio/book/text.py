@@ -691,7 +691,8 @@ class _Reader:
         for name in unknown:
             self.content.count(f"MathML <{name}>")
         if not spoken:
-            self.content.count("<math>")
+            if clean("".join(el.itertext())).strip("".join(mathml.END_OF_PROOF)):
+                self.content.count("<math>")  # it had text, and none of it could be said
             return
         if mathml.is_display(el):
             self.flush()
