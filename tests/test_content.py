@@ -52,6 +52,7 @@ def test_a_figure_keeps_its_caption_and_its_description(tmp_path):
     '<img src="a.png" alt="IMG_0012.jpg"/>', '<img src="a.png" alt="fig3"/>', '<img src="a.png" alt="Figure 3"/>',
     '<img src="a.png" alt="Abbildung"/>', '<img src="a.png" alt="The frontispiece"/>',
     '<img src="a.png" alt="chapter_head_ornament"/>', '<img src="a.png" alt="* * *"/>',
+    '<img src="a.png" alt="The Standard Ebooks logo."/>',
 ])
 def test_decorative_pictures_and_empty_descriptions_are_not_read(tmp_path, picture):
     assert text(tmp_path, f"<p>Before.</p><div>{picture}</div><p>After.</p>") == ["Before.", "After."]
@@ -309,3 +310,12 @@ def test_next_and_previous_links_naming_different_topics_are_one_repeated_text(t
 @pytest.mark.parametrize("alt", ["Alternative text not available", "alt text", "No description"])
 def test_placeholder_descriptions_are_not_read(tmp_path, alt):
     assert text(tmp_path, f'<p>Text.</p><img src="a.png" alt="{alt}"/>') == ["Text."]
+
+
+def test_a_drop_cap_is_read_even_without_picture_notes(tmp_path):
+    assert text(tmp_path, '<p><img src="t.png" alt="T"/>he day began.</p>', image_alt=False) == ["The day began."]
+
+
+def test_a_picture_inside_a_link_to_its_larger_copy_is_read(tmp_path):
+    body = '<p>Text.</p><div><a href="images/big.jpg"><img src="images/small.jpg" alt="The old mill"/></a></div>'
+    assert text(tmp_path, body) == ["Text.", "Image: The old mill."]

@@ -7,7 +7,8 @@ river."). Read from, in order: `alt` (img), `aria-label`, `title`; for inline SV
   mark for decoration), the book's cover image;
 * words that carry no information: a file name ("IMG_0012.jpg", "fig3"), a bare kind of picture
   in any of the book languages we know ("image", "illustration", "[Illustration]", "cover",
-  "logo", "frontispiece", "Abbildung 3"), or punctuation;
+  "logo", "frontispiece", "Abbildung 3"), a publisher's mark ("The Standard Ebooks logo."), a
+  converter's placeholder ("Alternative text not available"), or punctuation;
 * words the caption next to the picture already says (a <figcaption>, or the text of the block
   that holds the picture).
 Gutenberg's "[Illustration: The Mad Hatter]" keeps its description: "The Mad Hatter".
@@ -29,6 +30,8 @@ GENERIC_WORDS = frozenset(
     "umschlag imagen ilustración ilustracion portada figura immagine illustrazione copertina tavola "
     "the a an of la le les el los das die der il lo de".split()
 )
+# A publisher's or a producer's mark ("The Standard Ebooks logo."): packaging, not the book.
+BRANDING = frozenset(["logo", "logos", "icon", "badge", "colophon", "watermark", "imprint"])
 ILLUSTRATION_PREFIX = re.compile(r"^\[?\s*(illustration|illus\.?|image|figure|fig\.?|plate|picture)\s*[:.\-–—]\s*",
                                  re.IGNORECASE)
 FILE_NAME = re.compile(r"^[\w.\-/\\ ]*\.(jpe?g|png|gif|svg|webp|bmp|tiff?|avif)$|^[a-z]*[_\-]?\d+[a-z]?$|"
@@ -79,7 +82,7 @@ def informative(text: str) -> str:
     if not text or FILE_NAME.match(text) or PLACEHOLDER.search(text):
         return ""
     words = [w for w in re.split(r"[\W\d_]+", text.casefold()) if w]
-    if not words or all(w in GENERIC_WORDS or len(w) == 1 for w in words):
+    if not words or all(w in GENERIC_WORDS or len(w) == 1 for w in words) or BRANDING & set(words):
         return ""
     return text
 

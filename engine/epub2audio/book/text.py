@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from lxml import etree, html
 
@@ -127,7 +128,7 @@ class Content:
     """What a document holds besides prose, and how to read it (read_blocks)."""
     language: str | None = None  # the book's language, where the markup names none
     image_alt: bool = True  # read content pictures' text alternatives as a short note
-    is_cover: object = None  # callable(src) -> bool: the book's cover image
+    is_cover: Callable[[str], bool] | None = None  # whether an src (as written) is the book's cover image
     # kind of element not read (or read without its structure) → how many, for Book.warnings
     unread: dict[str, int] = field(default_factory=dict)
 
@@ -639,6 +640,12 @@ class _Reader:
             if not is_hidden(el):
                 self._content(el, tag)
             return
+        if tag == "a" and IMAGE_HREF.search((el.get("href") or "").split("#")[0]):
+            # a link to a larger copy of a picture: the link is not read, the picture is
+            for picture in el.iter():
+                if local_name(picture) in ("img", "svg") and not is_hidden(picture):
+                    self._content(picture, local_name(picture))
+            return
         if tag == "switch":  # EPUB 3.0 epub:switch: the MathML case, else the fallback, never both
             chosen = switch_choice(el)
             if chosen is not None:
@@ -704,8 +711,13 @@ class _Reader:
             after = " " if (el.tail or "")[:1].isalnum() else ""  # "x²." keeps its full stop close
             self.add(" " + lang_marked(spoken, self.lang[-1]) + after)
 
-    def _picture(self, el, alt: str, caption_of=None):
-        if not self.content.image_alt or alt_text.is_decorative(el):
+    def _picture(self, el, alt: str):
+        if alt_text.is_decorative(el):
+            return
+        if 0 < len(alt) <= 2 and alt.isalpha() and (el.tail or "")[:1].isalpha():
+            self.add(alt)  # a drop cap drawn as a picture: the first letter of the word it begins
+            return
+        if not self.content.image_alt:
             return
         if mathml.TEX_SOURCE.search(alt):  # a formula drawn as a picture, described in TeX
             self.content.count("formula picture (TeX description)")
@@ -713,12 +725,8 @@ class _Reader:
         src = el.get("src") or el.get("{http://www.w3.org/1999/xlink}href") or el.get("href") or ""
         if src and callable(self.content.is_cover) and self.content.is_cover(src):
             return
-        tail = el.tail or ""
-        if 0 < len(alt) <= 2 and alt.isalpha() and tail[:1].isalpha():
-            self.add(alt)  # a drop cap drawn as a picture: the first letter of the word it begins
-            return
         said = alt_text.informative(alt)
-        if not said or alt_text.repeats(said, _caption_beside(caption_of if caption_of is not None else el)):
+        if not said or alt_text.repeats(said, _caption_beside(el)):
             return
         if any(local_name(a) in HEADING_TAGS for a in el.iterancestors()):
             return  # a heading drawn as a picture repeats the title the TOC gives
