@@ -319,3 +319,15 @@ def test_a_drop_cap_is_read_even_without_picture_notes(tmp_path):
 def test_a_picture_inside_a_link_to_its_larger_copy_is_read(tmp_path):
     body = '<p>Text.</p><div><a href="images/big.jpg"><img src="images/small.jpg" alt="The old mill"/></a></div>'
     assert text(tmp_path, body) == ["Text.", "Image: The old mill."]
+
+
+def test_a_corpus_book_reads_its_map_and_not_its_cover(corpus):
+    # Georgia (IDPF sample): the state map in "Agriculture" has alt="Georgia state map"; its cover
+    # image ("Cover Image") is the cover.
+    book = load_book(corpus / "georgia-britannica-pls-ssml-epub3.epub")
+    notes = [(c.title, p) for c in book.chapters for p in c.paragraphs if p.startswith("Image")]
+    assert notes == [("Agriculture", "Image: Georgia state map.")]
+    agriculture = next(c for c in book.chapters if c.title == "Agriculture")
+    assert agriculture.paragraphs[-1] == "Image: Georgia state map."
+    quiet = load_book(corpus / "georgia-britannica-pls-ssml-epub3.epub", image_alt=False)
+    assert next(c for c in quiet.chapters if c.title == "Agriculture").paragraphs == agriculture.paragraphs[:-1]
