@@ -331,3 +331,11 @@ def test_a_corpus_book_reads_its_map_and_not_its_cover(corpus):
     assert agriculture.paragraphs[-1] == "Image: Georgia state map."
     quiet = load_book(corpus / "georgia-britannica-pls-ssml-epub3.epub", image_alt=False)
     assert next(c for c in quiet.chapters if c.title == "Agriculture").paragraphs == agriculture.paragraphs[:-1]
+
+
+def test_repeated_titles_are_kept(tmp_path):
+    # Standard Ebooks: a section's <header> holds its title; many poems are called "Sonnet"
+    book = sections(tmp_path, 4, lambda i: f'<section><header><h2>Sonnet</h2><p>To a friend</p></header>{LONG}'
+                                           f'<footer><p>Written in {1800 + i}.</p></footer></section>')
+    assert [c.paragraphs[:2] for c in book.chapters] == [["Sonnet", "To a friend"]] * 4
+    assert book.skipped == []

@@ -2,9 +2,10 @@
 per-file copyright footers and running headers that a converter prints in every spine file.
 
 The rule, from the structure of the book rather than from words:
-* a candidate is a short block (at most SHORT characters) that is not a heading and not verse, and
-  that sits where page furniture sits: in a <header>, <footer> or <nav> (or their ARIA roles), or
-  holds a link to another place in the book, or is the first or the last block of its file;
+* a candidate is a short block (at most SHORT characters) that is not a heading (poems all called
+  "Sonnet" are titles) and not verse, and that sits where page furniture sits: in the page's
+  <header> or <footer>, a <nav> (or their ARIA roles), or holds a link to another place in the
+  book, or is the first or the last block of its file;
 * a candidate text (compared case-folded, whitespace collapsed; for a mostly-link block, its own
   words around its links, so "Next topic: <a>Section 3</a>" and "Next topic: <a>Section 4</a>"
   are one text) that recurs in at least
@@ -67,8 +68,6 @@ def drop_repeated(stream: list, skipped: list[Skipped]) -> list:
 
 
 def _candidate(block: Block, at_edge: bool) -> bool:
-    if len(block.text) > SHORT or block.verse or block.in_note:
+    if len(block.text) > SHORT or block.verse or block.in_note or block.heading:
         return False
-    if block.furniture:
-        return True
-    return not block.heading and (bool(block.skeleton) or at_edge)
+    return block.furniture or bool(block.skeleton) or at_edge

@@ -66,6 +66,7 @@ EMBEDDED_TAGS = frozenset("object embed iframe canvas audio video".split())
 # Page furniture: what a reading system shows around the text, not the text (boilerplate.py).
 FURNITURE_TAGS = frozenset(["header", "footer", "nav"])
 FURNITURE_ROLES = frozenset(["banner", "contentinfo", "navigation", "doc-pagelist"])
+SECTIONING_TAGS = frozenset(["section", "article", "aside", "main", "blockquote", "figure"])
 UNREAD_TYPES = frozenset(["noteref", "backlink", "pagebreak", "z3998:footnote-ref"])
 # Note bodies placed in the text flow (<aside epub:type="footnote">) would interrupt the sentence
 # they annotate; notes gathered in their own section (endnotes, rearnotes) are read there.
@@ -663,7 +664,7 @@ class _Reader:
             self._open(el)
             self.scheduled.append((self._end_note, None))
             return
-        if tag in FURNITURE_TAGS or FURNITURE_ROLES & set((el.get("role") or "").split()):
+        if is_furniture(el, tag):
             self.flush()
             self.in_furniture += 1
             self._open(el)
@@ -838,6 +839,14 @@ class _Reader:
                 href = noteref_href(d)
                 if href:
                     self.block_notes.append(href)
+
+
+def is_furniture(el, tag: str) -> bool:
+    """Page furniture: a <nav>, the page's own <header>/<footer> (not a section's: Standard Ebooks
+    puts chapter titles in one), or an element with a banner/contentinfo/navigation role."""
+    if FURNITURE_ROLES & set((el.get("role") or "").split()) or tag == "nav":
+        return True
+    return tag in FURNITURE_TAGS and not any(local_name(a) in SECTIONING_TAGS for a in el.iterancestors())
 
 
 def switch_choice(el):
