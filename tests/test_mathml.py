@@ -241,3 +241,8 @@ def test_a_bracketed_argument_after_a_function_in_mfenced():
 
 def test_the_end_of_proof_box_is_silent():
     assert say('<math><mi>□</mi></math>') == ""
+
+
+def test_a_subscript_written_digit_by_digit_is_one_token():
+    assert say('<math><msub><mi>M</mi><mrow><mn>2</mn><mn>2</mn></mrow></msub><mo>→</mo><msub><mi>P</mi><mn>2</mn>'
+               '</msub></math>') == "M sub 22 to P sub 2"

@@ -398,9 +398,11 @@ def _is_token(el) -> bool:
         return True
     if name == "mo":
         return True
-    if name == "mrow":  # a signed number or a primed name: "-1", "x′"
+    if name == "mrow":  # a signed number ("-1"), or a number written digit by digit ("2" "2")
         kids = _kids(el)
-        return len(kids) == 2 and _name(kids[0]) == "mo" and _text(kids[0]) in "-−" and _name(kids[1]) in ("mn", "mi")
+        if kids and all(_name(k) == "mn" for k in kids):
+            return True
+        return len(kids) == 2 and _name(kids[0]) == "mo" and _text(kids[0]) in ("-", "−") and _name(kids[1]) in ("mn", "mi")
     return False
 
 
@@ -555,7 +557,6 @@ def _row(kids: list, ctx: _Context) -> str:
             close = _matching(kids, i)
             if close is not None:
                 inner = kids[i + 1:close]
-                after = kids[close + 1] if close + 1 < len(kids) else None
                 out.append(_group(inner, text, _text(kids[close]), ctx, applied=_applies(out, kids, i)))
                 i = close + 1
                 continue
@@ -628,10 +629,6 @@ def _group(inner: list, opening: str, closing: str, ctx: _Context, applied: bool
     return text
 
 
-def _simple(el) -> bool:
-    return _is_token(el)
-
-
 def _mrow(el, ctx):
     return _row(_kids(el), ctx)
 
@@ -648,7 +645,7 @@ def _mfrac(el, ctx):
         said = _english_fraction(_text(_unwrap(num)), _text(_unwrap(den)))
         if said:
             return said
-    if _simple(num) and _simple(den):
+    if _is_token(num) and _is_token(den):
         return _w(ctx, "over", n=n, d=d)
     return _w(ctx, "fraction", n=n, d=d) + PAUSE
 
@@ -843,7 +840,7 @@ def _mfenced(el, ctx):
     sep = PAUSE if "".join(separators).strip() else " "
     text = (sep + " ").join(p for p in parts if p) if sep == PAUSE else " ".join(p for p in parts if p)
     if opening == "|" and closing == "|":
-        return _w(ctx, "abs", x=text) + _pause_if(len(kids) > 1 or not _is_token(kids[0]) if kids else False)
+        return _w(ctx, "abs", x=text) + _pause_if(len(kids) != 1 or not _is_token(kids[0]))
     if opening == "‖":
         return _w(ctx, "norm", x=text)
     if opening == "{" and closing == "}":
