@@ -246,3 +246,19 @@ def test_the_end_of_proof_box_is_silent():
 def test_a_subscript_written_digit_by_digit_is_one_token():
     assert say('<math><msub><mi>M</mi><mrow><mn>2</mn><mn>2</mn></mrow></msub><mo>→</mo><msub><mi>P</mi><mn>2</mn>'
                '</msub></math>') == "M sub 22 to P sub 2"
+
+
+def test_brackets_around_a_sum_are_the_quantity():
+    assert say('<math><mi>a</mi><mo>−</mo><mo>(</mo><mi>b</mi><mo>+</mo><mi>c</mi><mo>)</mo></math>') == \
+        "a minus the quantity b plus c"
+    assert say('<math><mfrac><mrow><mi>n</mi><mo>(</mo><mi>n</mi><mo>+</mo><mn>1</mn><mo>)</mo></mrow><mn>2</mn>'
+               '</mfrac></math>') == "the fraction n the quantity n plus 1 over 2"
+    assert say('<math><mo>(</mo><mn>0</mn><mo>,</mo><mn>1</mn><mo>)</mo></math>') == "0, 1"  # an interval
+    assert say('<math><mi>T</mi><mo>−</mo><mo>(</mo><mo>−</mo><mn>1</mn><mo>)</mo></math>') == "T minus minus 1"
+
+
+def test_a_subscripted_transpose_and_a_bracketed_entry():
+    assert say('<math><msubsup><mi>I</mi><mi>n</mi><mi>t</mi></msubsup></math>') == "the transpose of I sub n"
+    assert say('<math><msub><mfenced open="[" close="]"><mi>A</mi></mfenced><mrow><mi>i</mi><mi>j</mi></mrow>'
+               '</msub></math>') == "A sub i j"
+    assert say('<math><mi>x</mi><mo>=</mo><mn>0</mn><mo>.</mo></math>') == "x equals 0."

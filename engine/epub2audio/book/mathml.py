@@ -61,7 +61,9 @@ OPERATOR_KEYS = {
 }
 # Silent or nearly so: invisible operators, grouping, and separators.
 INVISIBLE_TIMES, FUNCTION_APPLICATION, INVISIBLE_SEPARATOR, INVISIBLE_PLUS = "\u2062", "\u2061", "\u2063", "\u2064"
-END_OF_PROOF = frozenset("□■∎▪◻")  # a proof's closing box: seen, not said
+END_OF_PROOF = frozenset("□■∎▪◻")
+# Operators whose grouping a bracket changes: a bracketed sum is said as "the quantity …".
+GROUPED_OPERATORS = frozenset(["+", "-", "−", "±", "∓", "×", "⋅", "·", "÷", "/", "∪", "∩"])  # a proof's closing box: seen, not said
 OPENING = frozenset("([{⟨⌊⌈〈")
 CLOSING = frozenset(")]}⟩⌋⌉〉")
 LARGE_OPERATORS = {"∑": "sum", "⅀": "sum", "∏": "product", "∐": "coproduct", "∫": "integral",
@@ -378,7 +380,7 @@ def _finish(text: str) -> str:
     text = re.sub(rf"\s*{PAUSE}(\s*{PAUSE})*", PAUSE, text)
     text = re.sub(rf"{PAUSE}(?=\s*([,;:.]|$))", "", text)
     text = text.replace(PAUSE, ",")
-    text = re.sub(r"\s+([,;:])", r"\1", text)
+    text = re.sub(r"\s+([,;:.])", r"\1", text)
     return _clean(text)
 
 
@@ -626,6 +628,8 @@ def _group(inner: list, opening: str, closing: str, ctx: _Context, applied: bool
         return _w(ctx, "set", x=text) + PAUSE if text else ""
     if applied:
         return _join(ctx.words["of"], text) + _pause_if(len(inner) > 1)
+    if any(_name(k) == "mo" and _text(k) in GROUPED_OPERATORS for k in inner[1:]):  # not a sign: (−1)
+        return _w(ctx, "quantity", x=text) + PAUSE  # a − (b + c): the brackets change the sum
     return text
 
 
@@ -665,8 +669,10 @@ def _script_parts(el, count: int):
     return kids if len(kids) == count else None
 
 
-def _power(base_el, exp_el, ctx: _Context) -> str:
-    base = _base(base_el, ctx)
+def _power(base_el, exp_el, ctx: _Context, base: str | None = None) -> str:
+    """base_el raised to exp_el ("x squared", "A inverse", "the transpose of A"); `base`: its
+    spoken form when the caller has it (a subscripted base)."""
+    base = _base(base_el, ctx) if base is None else base
     if not _text(exp_el):  # an empty script (converters leave them): nothing is raised
         return base
     exp_text = _token_text(exp_el) if _is_token(exp_el) else None
@@ -700,6 +706,9 @@ def _base(el, ctx: _Context) -> str:
             return _matrix(_unwrap(group[0]), ctx) + PAUSE
         return _w(ctx, "quantity", x=_row(group, ctx)) + PAUSE
     if _name(inner) == "mfenced":
+        fenced = _kids(inner)
+        if len(fenced) == 1 and _is_token(fenced[0]):  # [A] sub i j: the entry of A
+            return _render(fenced[0], ctx)
         return _w(ctx, "quantity", x=_mfenced(inner, ctx)) + PAUSE
     return _finish(_render(el, ctx))
 
@@ -742,13 +751,7 @@ def _msubsup(el, ctx):
     base, sub, sup = parts
     if _large_operator(base):
         return _scripted_operator(base, _finish(_render(sub, ctx)), _finish(_render(sup, ctx)), ctx)
-    subscripted = _subscript(base, sub, ctx)
-    exp_text = _token_text(sup) if _is_token(sup) else None
-    if exp_text == "2":
-        return _w(ctx, "squared", b=subscripted)
-    if exp_text == "3":
-        return _w(ctx, "cubed", b=subscripted)
-    return _w(ctx, "power", b=subscripted, e=_finish(_render(sup, ctx))) + _pause_if(not _is_token(sup))
+    return _power(base, sup, ctx, base=_subscript(base, sub, ctx))
 
 
 def _accent(base_el, mark_el, ctx: _Context) -> str | None:
