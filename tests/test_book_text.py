@@ -19,10 +19,11 @@ def test_invisible_characters_removed():
 
 def test_unread_elements():
     body = ('<p>Keep.</p><script>var x = 1;</script><style>p {}</style><p hidden="">Hidden.</p>'
-            '<div style="color: red; display: none">Gone.</div><p>Picture <img src="a.jpg" alt="ALT TEXT"/>here.</p>'
+            '<div style="color: red; display: none">Gone.</div><p>Picture <img src="a.jpg" alt="A red kite"/>here.</p>'
             '<p>Page<span epub:type="pagebreak" title="12">12</span> turn.</p>'
             '<p>Line<span class="lnum">10</span></p><p class="pagenum">[Pg 7]</p>')
-    assert read(body) == ["Keep.", "Picture here.", "Page turn.", "Line"]
+    # the picture's alt is a spoken note after its paragraph (tests/test_content.py has the rules)
+    assert read(body) == ["Keep.", "Picture here.", "Image: A red kite.", "Page turn.", "Line"]
 
 
 def test_note_markers_not_read():

@@ -46,6 +46,13 @@ def test_inputs_are_mutated_base_books():
         assert item.data[:4] == b"PK\x03\x04" or "zip_" in item.description
 
 
+# Cut down to 4 spine files, these keep no text to read: Laozi keeps only the Gutenberg licence, The
+# Waste Land only files typed titlepage, and every section of Georgia is guessed to be a title page
+# (entries named like the book, under 1,000 characters; bounding that guess is issue 20, item 1).
+TEXTLESS_WHEN_CUT_DOWN = {"georgia-britannica-pls-ssml-epub3", "laozi-daodejing-zh-epub2-ncx",
+                          "the-waste-land-poetry-notes-epub3"}
+
+
 def test_every_cut_down_base_book_reads_cleanly(tmp_path):
     # Mutations start from books the reader accepts, so what breaks is the mutation's doing.
     books = fuzz_epubs.base_books()
@@ -54,6 +61,10 @@ def test_every_cut_down_base_book_reads_cleanly(tmp_path):
         path = tmp_path / f"{book.label}.epub"
         path.write_bytes(book.zip_bytes())
         outcome, kind, message = check_file(path)
+        if book.label in TEXTLESS_WHEN_CUT_DOWN:
+            # nothing left to read is refused in one line, exit 2, like any book without text
+            assert (outcome, kind) == ("refused", "contains no text to read (N parts skipped)"), message
+            continue
         assert outcome == "ok", (book.label, kind, message)
         assert len(path.read_bytes()) < 64_000, book.label  # small, so thousands run quickly
 

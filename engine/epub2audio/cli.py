@@ -58,6 +58,7 @@ def convert_parser() -> argparse.ArgumentParser:
                         "(read after the paragraph that cites them) or chapter-end")
     p.add_argument("--say-titles", choices=("yes", "no"),
                    help="read each chapter's heading aloud (default yes)")
+    add_image_alt_argument(p)
     p.add_argument("--keep-front-matter", action="store_true", default=None,
                    help="also read what is skipped by default: title, half-title and copyright pages, "
                         "transcriber's notes and publisher's adverts (--list-chapters names them)")
@@ -69,6 +70,13 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("--version", action="version", version=f"epub2audio {__version__}")
     return p
+
+
+def add_image_alt_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--image-alt", choices=("yes", "no"),
+                   help="read the description the book gives a picture, as a short note (\"Image: a map of the "
+                        "river.\"); decorative pictures never (default yes; config.toml and BOOK.epub2audio.toml: "
+                        "image_alt)")
 
 
 def library_parser() -> argparse.ArgumentParser:
@@ -85,6 +93,7 @@ def library_parser() -> argparse.ArgumentParser:
     add_ray_argument(p)
     p.add_argument("--seed", type=int, help="job seed for voices that sample (default 1986)")
     p.add_argument("--no-verify", action="store_true", help="skip the check of each finished M4B")
+    add_image_alt_argument(p)
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="progress display; json writes one event per line to stdout")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -99,7 +108,7 @@ def run_library(args: argparse.Namespace) -> int:
     for folder, what in ((in_dir, "IN_DIR"), (out_dir, "--out")):
         if not folder.is_dir():
             raise InputError(f"{folder}: {what} is not an existing folder")
-    options = job_options(args)
+    options = job_options(args, image_alt=_yes_no(args.image_alt))
     progress = for_mode(args.progress)
     result = convert_library(in_dir, out_dir, options, progress)
     print(f"epub2audio: library: {len(result.converted)} converted, {len(result.skipped)} done already, "
@@ -292,20 +301,25 @@ def _read_metadata(path: Path | None) -> dict:
     return data
 
 
+def _yes_no(value: str | None) -> bool | None:
+    return None if value is None else value == "yes"
+
+
 def run_convert(args: argparse.Namespace) -> int:
     from .book.epub import load_book
     from .render import ConvertOptions, convert, reading_for
 
     reading_options = ConvertOptions(
-        notes=args.notes, say_titles=None if args.say_titles is None else args.say_titles == "yes",
-        keep_front_matter=args.keep_front_matter, lexicon=args.lexicon,
+        notes=args.notes, say_titles=_yes_no(args.say_titles),
+        keep_front_matter=args.keep_front_matter, lexicon=args.lexicon, image_alt=_yes_no(args.image_alt),
     )
     if args.lexicon is not None and not args.lexicon.is_file():
         raise InputError(f"--lexicon: {args.lexicon}: no such file")
     if args.list_chapters:
         # The same notes policy as the conversion, so chapter numbers match --chapters.
         reading = reading_for(args.book, reading_options)
-        book = load_book(args.book, notes=reading.notes, keep_front_matter=reading.keep_front_matter)
+        book = load_book(args.book, notes=reading.notes, keep_front_matter=reading.keep_front_matter,
+                         image_alt=reading.image_alt)
         from .progress import json_line
 
         print(json_line(chapter_listing(book)) if args.progress == "json" else chapter_table(book))
@@ -322,6 +336,7 @@ def run_convert(args: argparse.Namespace) -> int:
         say_titles=reading_options.say_titles,
         keep_front_matter=reading_options.keep_front_matter,
         lexicon=reading_options.lexicon,
+        image_alt=reading_options.image_alt,
     )
     from .progress import for_mode
 

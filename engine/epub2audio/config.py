@@ -14,6 +14,8 @@ environment variables, command-line options. Keys in config.toml:
   length_cap = "tight"           (CosyVoice3: a segment that reaches it is re-split; "upstream": 20 per
                                   text token and cut there, as upstream)
   lexicon = "/path/to/lexicon.txt"   (pronunciations shared by the command, calibre and the watcher)
+  image_alt = false              (do not read pictures' descriptions; `--image-alt` and BOOK.epub2audio.toml's
+                                  image_alt win over it)
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from .book.lexicon import (PHONEME_VOICES, Entry, Lexicon, apply as apply_lexico
                            voice_text)
 from .book.model import Chapter
 from .book.normalize import normalize
+from .book.normalize_en import letter_headings, numbered_headings, numeral_label
 from .book.segment import segment_chapter, split_in_two
 from .book.skips import plan_fields
 from .config import load_config
@@ -55,6 +56,7 @@ class ConvertOptions:
     say_titles: bool | None = None
     keep_front_matter: bool | None = None  # read title/copyright pages, transcriber's notes, adverts
     lexicon: Path | None = None  # --lexicon; wins over the per-book file's and config.toml's
+    image_alt: bool | None = None  # read content pictures' alt texts; None: per-book file, config.toml, yes
     # What renders the segments: called like WorkerPool(voice, voice_options, workers, threads,
     # policy, log_path). None = local worker processes; ray_pool.RayWorkerPool and library.py's
     # shared pool have the same interface.
@@ -68,10 +70,12 @@ class Reading:
     say_titles: bool = True
     lexicon: Lexicon = field(default_factory=Lexicon)
     keep_front_matter: bool = False
+    image_alt: bool = True
 
 
 def reading_for(book_path: Path, options: ConvertOptions, config: dict | None = None) -> Reading:
-    """--notes/--say-titles/--keep-front-matter/--lexicon over BOOK.epub2audio.toml over config.toml over defaults."""
+    """--notes/--say-titles/--keep-front-matter/--lexicon/--image-alt over BOOK.epub2audio.toml over config.toml
+    over defaults."""
     settings = load_book_settings(book_path)
     notes = options.notes or settings.get("notes") or "skip"
     say_titles = options.say_titles
@@ -81,7 +85,10 @@ def reading_for(book_path: Path, options: ConvertOptions, config: dict | None = 
     if keep is None:
         keep = _setting_bool(settings.get("keep_front_matter", False))
     config = load_config() if config is None else config
-    return Reading(notes, say_titles, job_lexicon(book_path, config, options.lexicon), keep)
+    image_alt = options.image_alt
+    if image_alt is None:
+        image_alt = _setting_bool(settings.get("image_alt", config.get("image_alt", True)))
+    return Reading(notes, say_titles, job_lexicon(book_path, config, options.lexicon), keep, image_alt)
 
 
 def _setting_bool(raw) -> bool:
@@ -136,10 +143,14 @@ def select_chapters(book: Book, wanted: list[int] | None) -> list[int]:
 
 
 def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lexicon: Lexicon | None = None,
-                   book_lexicon: Lexicon | None = None, phonemes: bool = True) -> Chapter:
+                   book_lexicon: Lexicon | None = None, phonemes: bool = True,
+                   letters: dict[int, str] | None = None) -> Chapter:
     """A chapter as it is read: title dropped if asked, pronunciations marked, text normalised.
     phonemes=False (a voice that cannot take IPA): the book's ssml:ph and PLS entries and the
-    user's IPA entries are left out, so the written words are normalised in their context."""
+    user's IPA entries are left out, so the written words are normalised in their context.
+    `letters`: heading index → "letter" (a letter of the alphabet, not a Roman numeral) or
+    "numeral" ("Chapter C" among Roman chapter numbers), from letter_paragraphs."""
+    letters = letters or {}
     if book_lexicon is None:
         book_lexicon = Lexicon([Entry(g, ipa=ipa) for g, ipa in book.pronunciation_lexicon])
     if not phonemes:
@@ -155,14 +166,17 @@ def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lex
     paragraphs, kinds, breaks, languages = [], [], set(), {}
     for new, old in enumerate(indices):
         spans = chapter.pronunciations.get(old) if phonemes else None
-        heading = chapter.kind(old) == "heading"
+        heading = chapter.kind(old) == "heading" and letters.get(old) != "letter"
         # Each run of one language is marked and normalised on its own, by its own language's
         # rules (no English number words inside a French quotation).
         source = chapter.paragraphs[old]
+        runs = chapter.languages.get(old)
+        if letters.get(old) == "numeral":  # respelt: spans over the written heading no longer fit
+            source, spans, runs = numeral_label(source), None, None
         pieces: list[str] = []
         spoken_runs: list[tuple[int, int, str]] = []
         length = 0
-        for start, end, lang in language_runs(source, chapter.languages.get(old), book.language):
+        for start, end, lang in language_runs(source, runs, book.language):
             inside = [(a - start, b - start, ipa) for a, b, ipa in spans or [] if start <= a and b <= end]
             text = apply_lexicons(source[start:end], inside, book_lexicon, lexicon)
             text = normalize(text, lang or book.language, heading=heading)
@@ -183,13 +197,33 @@ def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lex
                    languages=languages)
 
 
+def letter_paragraphs(book: Book) -> dict[int, dict[int, str]]:
+    """Chapter index → {heading index: "letter" | "numeral"}: headings that are letters of the
+    alphabet ("C" in a dictionary's A, B, C …) and "Chapter C" headings that are Roman numerals
+    (among "Chapter XCIX", "Chapter CI"), judged over the whole book's headings in reading order.
+    English books only: the Roman numeral rules are English ones."""
+    if (book.language or "en").split("-")[0].lower() != "en":
+        return {}
+    places = [(ci, pi) for ci, chapter in enumerate(book.chapters)
+              for pi in range(len(chapter.paragraphs)) if chapter.kind(pi) == "heading"]
+    headings = [book.chapters[ci].paragraphs[pi] for ci, pi in places]
+    found: dict[int, dict[int, str]] = {}
+    for kind, indices in (("letter", letter_headings(headings)), ("numeral", numbered_headings(headings))):
+        for k in indices:
+            ci, pi = places[k]
+            found.setdefault(ci, {})[pi] = kind
+    return found
+
+
 def plan_segments(book: Book, chapter_indices: list[int], job_seed: int, voice: str,
                   model_id: str, *, say_titles: bool = True, lexicon: Lexicon | None = None) -> list[PlannedSegment]:
     planned, seen = [], Counter()
     book_lexicon = Lexicon([Entry(g, ipa=ipa) for g, ipa in book.pronunciation_lexicon])
+    letters = letter_paragraphs(book)
     for ci in chapter_indices:
         spoken = spoken_chapter(book, book.chapters[ci], say_titles=say_titles, lexicon=lexicon,
-                                book_lexicon=book_lexicon, phonemes=voice in PHONEME_VOICES)
+                                book_lexicon=book_lexicon, phonemes=voice in PHONEME_VOICES,
+                                letters=letters.get(ci))
         for seg in segment_chapter(ci, spoken):
             text = voice_text(seg.text, voice)  # pronunciation markup only for voices that speak it
             occurrence = seen[text]
@@ -336,7 +370,8 @@ class WorkerPool:
 def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: Progress) -> ConvertResult:
     started = time.monotonic()
     reading = reading_for(Path(book_path), options)
-    book = apply_metadata(load_book(book_path, notes=reading.notes, keep_front_matter=reading.keep_front_matter), options.metadata)
+    book = apply_metadata(load_book(book_path, notes=reading.notes, keep_front_matter=reading.keep_front_matter,
+                                    image_alt=reading.image_alt), options.metadata)
     for warning in book.warnings:  # parts of the book that could not be read as they should
         progress.emit("warning", message=warning)
     language = language_warning(book.language, options.voice)

@@ -69,6 +69,7 @@ from ebooklib import epub
 from lxml import etree
 
 from ..errors import InputError
+from .boilerplate import drop_repeated
 from .chapters import Cutter, DocInfo, DocStart, Boundary, doc_info, doc_title, images, to_chapter
 from .container import open_container
 from .metadata import Metadata
@@ -76,8 +77,8 @@ from . import skips
 from .model import Book, Skipped
 from .notes import NOTE_POLICIES, NOTES_HEADING, Notes  # noqa: F401 (NOTES_HEADING: part of this module's API)
 from .package import PackageError, PartUnreadable, read_package
-from .text import Anchor, Block, find_body, local_name, parse_document, parse_xhtml, read_blocks
-from .toc import TocEntry, flatten, landmarks, read_toc
+from .text import Anchor, Block, Content, find_body, local_name, parse_document, parse_xhtml, read_blocks
+from .toc import TocEntry, flatten, landmarks, read_toc, resolve
 
 XHTML_TYPES = ("application/xhtml+xml", "text/html", "application/x-dtbook+xml")
 
@@ -86,10 +87,13 @@ XHTML_TYPES = ("application/xhtml+xml", "text/html", "application/x-dtbook+xml")
 # Public entry point
 
 
-def load_book(path: str | Path, notes: str = "skip", keep_front_matter: bool = False) -> Book:
-    """Read an EPUB file into a Book. Raises InputError (one line, naming the file) if unreadable.
-    `notes`: "skip", "inline" or "chapter-end" (see the module docstring). `keep_front_matter`:
-    read title, copyright and imprint pages, transcriber's notes and publisher's adverts after all."""
+def load_book(path: str | Path, notes: str = "skip", keep_front_matter: bool = False,
+              image_alt: bool = True) -> Book:
+    """Read an EPUB file into a Book. Raises InputError (one line, naming the file) if unreadable,
+    or if it has no text to read at all. `notes`: "skip", "inline" or "chapter-end" (see the module
+    docstring). `keep_front_matter`: read title, copyright and imprint pages, transcriber's notes
+    and publisher's adverts after all. `image_alt`: read the text alternatives of content pictures
+    as a short note ("Image: …")."""
     path = Path(path)
     if notes not in NOTE_POLICIES:
         raise InputError(f"--notes must be one of {', '.join(NOTE_POLICIES)}, not {notes!r}")
@@ -109,10 +113,22 @@ def load_book(path: str | Path, notes: str = "skip", keep_front_matter: bool = F
             epub.EpubException) as exc:
         raise InputError(f"{path.name}: not a readable EPUB ({_describe(exc)})") from None
     try:
-        return _Loader(path, package, notes, keep_front_matter).load()
+        book = _Loader(path, package, notes, keep_front_matter, image_alt).load()
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError, ValueError, etree.LxmlError,
             epub.EpubException) as exc:
         raise InputError(f"{path.name}: not a readable EPUB ({_describe(exc)})") from None
+    if not any(p.strip() for c in book.chapters for p in c.paragraphs):
+        # a comic, a fixed-layout picture book, or chapters with nothing in them
+        raise InputError(f"{path.name}: contains no text to read ({_nothing_read(book)})")
+    return book
+
+
+def _nothing_read(book: Book) -> str:
+    if not book.skipped:
+        return "no chapters"
+    images = sum(1 for s in book.skipped if "images only" in s.reason)
+    parts = f"{len(book.skipped)} part{'s' if len(book.skipped) != 1 else ''} skipped"
+    return f"{parts}, {images} of them images only" if images else parts
 
 
 def _check_file(path: Path):
@@ -146,8 +162,10 @@ def _describe(exc: Exception) -> str:
 
 
 class _Loader:
-    def __init__(self, path: Path, book: epub.EpubBook, notes: str = "skip", keep_front_matter: bool = False):
+    def __init__(self, path: Path, book: epub.EpubBook, notes: str = "skip", keep_front_matter: bool = False,
+                 image_alt: bool = True):
         self.path = path
+        self.image_alt = image_alt
         self.keep_front_matter = keep_front_matter
         self.book = book
         self.meta = Metadata(book)
@@ -178,6 +196,7 @@ class _Loader:
                         self.cover_images, self.skipped, self.keep_front_matter, self.warnings,
                         self.meta.authors())
         stream = self._stream(spine, entries)
+        stream = drop_repeated(stream, self.skipped)
         stream = cutter.trim_gutenberg(stream)
         spans = cutter.spans(stream, [e for e in entries if e.doc])
         if self.notes:
@@ -319,7 +338,11 @@ class _Loader:
             root = self._root(name)
             doc_entries = by_doc.get(name, [])
             anchors = {e.fragment for e in doc_entries if e.fragment}
-            items = read_blocks(root, anchors, self.notes.elements.get(name, frozenset()) if self.notes else frozenset())
+            content = Content(self.meta.first("language") or None, self.image_alt,
+                              lambda src, doc=name: resolve(doc, src)[0] in self.cover_images)
+            items = read_blocks(root, anchors, self.notes.elements.get(name, frozenset()) if self.notes else frozenset(),
+                                content)
+            self.warnings.extend(_unread_warning(name, kind, count) for kind, count in content.unread.items())
             for it in items:
                 if isinstance(it, Block) and it.notes:
                     it.source_doc = name
@@ -342,6 +365,18 @@ class _Loader:
 def _text_chars(root) -> int:
     """Characters of the text a file would be read as (for the skip report of a file not read)."""
     return sum(len(it.text) for it in read_blocks(root) if isinstance(it, Block)) if root is not None else 0
+
+
+def _unread_warning(name: str, kind: str, count: int) -> str:
+    """One line per file and kind of content not read ("ch2.xhtml: 3 <iframe> elements not read")."""
+    plural = "s" if count != 1 else ""
+    if kind.startswith("MathML"):
+        return f"{name}: {count} {kind} element{plural} read without their structure (only their text)"
+    if kind.startswith("formula picture"):
+        return f"{name}: {count} formula{plural} drawn as a picture with a TeX description not read"
+    if kind == "SVG <text>":
+        return f"{name}: {count} SVG drawing{plural} with <text> not read (only its title)"
+    return f"{name}: {count} {kind} element{plural} not read (nothing to read aloud in them)"
 
 
 def _raw(item) -> bytes:

@@ -242,7 +242,7 @@ def book_settings_path(book_path: str | Path) -> Path:
 
 def load_book_settings(book_path: str | Path) -> dict:
     """The per-book settings file, if there is one. Keys: lexicon (a path, relative to the book's
-    folder), notes, say_titles, and a [lexicon] table of entries given inline."""
+    folder), notes, say_titles, keep_front_matter, image_alt, and a [lexicon] table of entries given inline."""
     path = book_settings_path(book_path)
     if not path.exists():
         return {}

@@ -436,6 +436,52 @@ _HEADING_NUMBER = _c(rf"(?P<num>{ROMAN}|{ROMAN_LOWER})(?P<rest>[.:]?(?:\s.*)?)",
 _LONE_NUMBER = _c(r"(?P<num>[IVXL]{2,})\.?")
 
 
+_LETTER_LABEL = _c(r"[A-Z]\.?")
+_ROMAN_LABEL = _c(rf"(?:{ROMAN})\.?")
+
+
+def letter_headings(headings: list[str]) -> set[int]:
+    """Which of a book's headings (in reading order) are letters of the alphabet, not Roman
+    numerals: a heading that is one capital letter whose neighbour among the book's label headings
+    (lone letters and Roman numerals) is a lone letter too, the two in alphabetical order. A
+    dictionary's "B", "C", "D" are letters; in "IV", "V", "VI" the V is five, and so is a lone
+    "C" among Roman chapter numbers ("XCIX", "C", "CI")."""
+    labels = [(i, h.strip().rstrip(".")) for i, h in enumerate(headings)
+              if _LETTER_LABEL.fullmatch(h.strip()) or _ROMAN_LABEL.fullmatch(h.strip())]
+    letters: set[int] = set()
+    for k in range(len(labels) - 1):
+        (i, first), (j, second) = labels[k], labels[k + 1]
+        if len(first) == 1 and len(second) == 1 and first < second:
+            letters.update((i, j))
+    return letters
+
+
+_LABELLED = _c(rf"(?P<word>[A-Z][a-z]+)\.? (?P<num>{ROMAN})\.?")
+
+
+def numbered_headings(headings: list[str]) -> set[int]:
+    """Which headings "Chapter C" (C, D, L, M after a word: a letter, as in "Appendix C") are Roman
+    numerals after all: those whose nearest headings with the same word are numbered in Roman
+    numerals of more than one letter ("Chapter XCIX", "Chapter C", "Chapter CI")."""
+    labelled = [(i, m) for i, h in enumerate(headings) for m in [_LABELLED.fullmatch(h.strip())] if m]
+    found: set[int] = set()
+    for k, (i, m) in enumerate(labelled):
+        if m["num"] not in ("C", "D", "L", "M"):
+            continue
+        word = m["word"].lower()
+        same = [n for _, n in labelled[:k] if n["word"].lower() == word][-1:] + \
+            [n for _, n in labelled[k + 1:] if n["word"].lower() == word][:1]
+        if any(len(n["num"]) > 1 for n in same):
+            found.add(i)
+    return found
+
+
+def numeral_label(heading: str) -> str:
+    """ "Chapter C" → "Chapter one hundred" (for a heading numbered_headings found)."""
+    m = _LABELLED.fullmatch(heading.strip())
+    return f"{m['word']} {cardinal(roman_value(m['num']))}" if m else heading
+
+
 def _counted(m) -> str:
     num, key = m["num"], m["word"].lower()
     if not (key in _NUMBERED_SET or key.endswith(".") and key[:-1] in _NUMBERED_ABBREVIATIONS

@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from lxml import etree, html
+
+from . import alt_text, mathml
 
 EPUB_TYPE = "{http://www.idpf.org/2007/ops}type"
 SSML_PH = "{http://www.w3.org/2001/10/synthesis}ph"
@@ -58,6 +61,12 @@ UNREAD_TAGS = frozenset(
     "canvas picture source map area input button select textarea".split()
 )
 # epub:type values whose element is never read aloud.
+# What a picture or an embedded object is called in a warning; what it holds is not read.
+EMBEDDED_TAGS = frozenset("object embed iframe canvas audio video".split())
+# Page furniture: what a reading system shows around the text, not the text (boilerplate.py).
+FURNITURE_TAGS = frozenset(["header", "footer", "nav"])
+FURNITURE_ROLES = frozenset(["banner", "contentinfo", "navigation", "doc-pagelist"])
+SECTIONING_TAGS = frozenset(["section", "article", "aside", "main", "blockquote", "figure"])
 UNREAD_TYPES = frozenset(["noteref", "backlink", "pagebreak", "z3998:footnote-ref"])
 # Note bodies placed in the text flow (<aside epub:type="footnote">) would interrupt the sentence
 # they annotate; notes gathered in their own section (endnotes, rearnotes) are read there.
@@ -89,6 +98,7 @@ INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff\u180e]")
 SPACES = re.compile(r"[\s\x1e]+")
 RAW_LINES = re.compile(r"[\n\x1e]")
 EMPTY_BRACKETS = re.compile(r"\(\s*\)|\[\s*\]")
+LINK_HOLE = "\ue011"  # a private marker: where a link's text was, in Block.skeleton
 LINE_BREAK = "\x1e"  # a private marker: raw newlines in the source are only whitespace
 CHAR_REF = re.compile(rb"&#(?:[xX]([0-9a-fA-F]{1,16})|([0-9]{1,20}));")
 # libxml2 errors after which the rest of a document is lost (entity amplification, depth, ...).
@@ -105,6 +115,26 @@ class Block:
     inscription: bool = False  # part of an epigraph or dedication (read even on a skipped title page)
     phonemes: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, ipa)
     langs: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, BCP 47 tag)
+    # Where it sits, for boilerplate.py: inside <header>/<footer>/<nav> (or their ARIA roles), or
+    # inside verse (a refrain repeats on purpose).
+    furniture: bool = False
+    verse: bool = False
+    # A block's own words with each link's text as LINK_HOLE (blocks with links): "Next topic: \ue011"
+    # repeats across files where the link texts differ (boilerplate.py).
+    skeleton: str = ""
+
+
+@dataclass
+class Content:
+    """What a document holds besides prose, and how to read it (read_blocks)."""
+    language: str | None = None  # the book's language, where the markup names none
+    image_alt: bool = True  # read content pictures' text alternatives as a short note
+    is_cover: Callable[[str], bool] | None = None  # whether an src (as written) is the book's cover image
+    # kind of element not read (or read without its structure) → how many, for Book.warnings
+    unread: dict[str, int] = field(default_factory=dict)
+
+    def count(self, kind: str):
+        self.unread[kind] = self.unread.get(kind, 0) + 1
 
 
 def make_block(raw: str, heading: bool = False, **kw) -> Block:
@@ -329,10 +359,11 @@ def clean(text: str) -> str:
 
 
 def read_blocks(root, anchors: set[str] | frozenset[str] = frozenset(),
-                note_elements=frozenset()) -> list[Block | Anchor]:
+                note_elements=frozenset(), content: Content | None = None) -> list[Block | Anchor]:
     """The spoken blocks of a parsed document, with an Anchor wherever an id in `anchors` starts.
-    Blocks read inside an element of `note_elements` are flagged in_note."""
-    reader = _Reader(anchors, note_elements)
+    Blocks read inside an element of `note_elements` are flagged in_note. `content`: how MathML
+    and pictures are read, and where what is not read is counted (None: the defaults)."""
+    reader = _Reader(anchors, note_elements, content or Content())
     body = find_body(root)
     parent = body.getparent()
     reader.lang = [inherited_lang(parent) if parent is not None else None]
@@ -403,14 +434,19 @@ def ssml_phonemes(el) -> str | None:
     return ph  # no alphabet given: EPUB content docs use IPA in practice
 
 
+def is_hidden(el) -> bool:
+    """Hidden by the markup: `hidden`, aria-hidden, an inline display:none."""
+    if el.get("hidden") is not None or el.get("aria-hidden") == "true":
+        return True
+    style = el.get("style")
+    return bool(style and HIDDEN_STYLE.search(style))
+
+
 def is_unread(el) -> bool:
     tag = local_name(el)
     if not tag or tag in UNREAD_TAGS:
         return True
-    if el.get("hidden") is not None or el.get("aria-hidden") == "true":
-        return True
-    style = el.get("style")
-    if style and HIDDEN_STYLE.search(style):
+    if is_hidden(el):
         return True
     types = epub_types(el)
     if types & UNREAD_TYPES:
@@ -468,8 +504,11 @@ def join_verse_lines(lines: list[str]) -> str:
 class _Reader:
     """Walks a document body once, in order, turning it into blocks."""
 
-    def __init__(self, anchors, note_elements=frozenset()):
+    def __init__(self, anchors, note_elements=frozenset(), content: Content | None = None):
         self.anchors = anchors
+        self.content = content or Content()
+        self.in_furniture = 0
+        self.pending_notes: list[str] = []  # picture notes, read after the block that holds them
         self.note_elements = note_elements
         self.in_note = 0
         self.in_inscription = 0
@@ -479,6 +518,7 @@ class _Reader:
         self.parts: list[str] = []  # text of the block being built
         self.part_langs: list[str | None] = []  # the language each part was read in
         self.lang: list[str | None] = [None]  # the language in effect, innermost last
+        self.skeleton: list[str] = []  # the block's text with link texts as LINK_HOLE
         self.link_chars = 0  # characters of it that came from internal links
         self.text_chars = 0  # characters of it that came from anything else
         self.in_link = 0
@@ -494,18 +534,30 @@ class _Reader:
                 self.link_chars += len(text)
             else:
                 self.text_chars += len(text)
+        self.skeleton.append(LINK_HOLE if self.in_link and not text.isspace() else text)
 
     def flush(self, heading: bool = False):
         raw = self._marked_text()
         nav_only = self.link_chars and not self.text_chars
-        self.parts, self.part_langs, self.link_chars, self.text_chars = [], [], 0, 0
+        skeleton = re.sub(f"{LINK_HOLE}+", LINK_HOLE, shown("".join(self.skeleton))) if self.link_chars else ""
+        self.parts, self.part_langs, self.link_chars, self.text_chars, self.skeleton = [], [], 0, 0, []
         if nav_only:
+            self._emit_picture_notes()
             return
         lines = RAW_LINES.split(raw)
         if len(lines) > 1 and any(CHAPTER_LINE.match(shown(line)) for line in lines):
             self._emit_with_chapter_lines(lines)
+            self._emit_picture_notes()
             return
-        self.emit(make_block(raw, heading))
+        block = make_block(raw, heading)
+        block.skeleton = skeleton
+        self.emit(block)
+        self._emit_picture_notes()
+
+    def _emit_picture_notes(self):
+        notes, self.pending_notes = self.pending_notes, []
+        for note in notes:
+            self.emit(make_block(note))
 
     def mark(self, marker: str):
         """A private marker into the block being built (not counted as text)."""
@@ -544,6 +596,7 @@ class _Reader:
         block.in_note = self.in_note > 0
         block.inscription = self.in_inscription > 0
         block.break_before, self.pending_break = self.pending_break, False
+        block.furniture = block.furniture or self.in_furniture > 0
         self.out.append(block)
 
     def _emit_with_chapter_lines(self, lines: list[str]):
@@ -583,6 +636,22 @@ class _Reader:
             if href:
                 self.block_notes.append(href)
             return
+        tag = local_name(el)
+        if tag in ("math", "img", "svg") or tag in EMBEDDED_TAGS:
+            if not is_hidden(el):
+                self._content(el, tag)
+            return
+        if tag == "a" and IMAGE_HREF.search((el.get("href") or "").split("#")[0]):
+            # a link to a larger copy of a picture: the link is not read, the picture is
+            for picture in el.iter():
+                if local_name(picture) in ("img", "svg") and not is_hidden(picture):
+                    self._content(picture, local_name(picture))
+            return
+        if tag == "switch":  # EPUB 3.0 epub:switch: the MathML case, else the fallback, never both
+            chosen = switch_choice(el)
+            if chosen is not None:
+                self._enter(chosen)
+            return
         if is_unread(el):
             return
         if is_scene_break(el):
@@ -595,6 +664,12 @@ class _Reader:
             self._open(el)
             self.scheduled.append((self._end_note, None))
             return
+        if is_furniture(el, tag):
+            self.flush()
+            self.in_furniture += 1
+            self._open(el)
+            self.scheduled.append((self._end_furniture, None))
+            return
         if is_inscription(el):
             self.flush()
             self.in_inscription += 1
@@ -603,9 +678,83 @@ class _Reader:
             return
         self._open(el)
 
+    # -- MathML, pictures, embedded objects -------------------------------------------------------
+
+    def _content(self, el, tag: str):
+        if tag == "math":
+            self._math(el)
+        elif tag == "img":
+            self._picture(el, alt_text.raw_alternative(el))
+        elif tag == "svg":
+            self._svg(el)
+        elif clean("".join(el.itertext())):  # <object>, <canvas>, <video>: their fallback is content
+            self._open(el)
+        elif tag in ("object", "embed", "iframe", "canvas"):
+            self.content.count(f"<{tag}>")
+
+    def _math(self, el):
+        unknown: list[str] = []
+        lang = self.lang[-1] or self.content.language
+        spoken = mathml.speak(el, lang, unknown)
+        for name in unknown:
+            self.content.count(f"MathML <{name}>")
+        if not spoken:
+            if clean("".join(el.itertext())).strip("".join(mathml.END_OF_PROOF)):
+                self.content.count("<math>")  # it had text, and none of it could be said
+            return
+        if mathml.is_display(el):
+            self.flush()
+            self.mark_anchor(el)
+            self.add(lang_marked(spoken + ".", self.lang[-1]))
+            self.flush()
+        else:
+            self.mark_anchor(el)
+            after = " " if (el.tail or "")[:1].isalnum() else ""  # "x²." keeps its full stop close
+            self.add(" " + lang_marked(spoken, self.lang[-1]) + after)
+
+    def _picture(self, el, alt: str):
+        if alt_text.is_decorative(el):
+            return
+        if 0 < len(alt) <= 2 and alt.isalpha() and (el.tail or "")[:1].isalpha():
+            self.add(alt)  # a drop cap drawn as a picture: the first letter of the word it begins
+            return
+        if not self.content.image_alt:
+            return
+        if mathml.TEX_SOURCE.search(alt):  # a formula drawn as a picture, described in TeX
+            self.content.count("formula picture (TeX description)")
+            return
+        src = el.get("src") or el.get("{http://www.w3.org/1999/xlink}href") or el.get("href") or ""
+        if src and callable(self.content.is_cover) and self.content.is_cover(src):
+            return
+        said = alt_text.informative(alt)
+        if not said or alt_text.repeats(said, _caption_beside(el)):
+            return
+        if any(local_name(a) in HEADING_TAGS for a in el.iterancestors()):
+            return  # a heading drawn as a picture repeats the title the TOC gives
+        self.pending_notes.append(lang_marked(alt_text.spoken_note(said, self.lang[-1] or self.content.language),
+                                              self.lang[-1]))
+
+    def _svg(self, el):
+        if any(local_name(d) == "text" and clean("".join(d.itertext())) for d in el.iter()):
+            self.content.count("SVG <text>")
+        images = [d for d in el.iter() if local_name(d) == "image"]
+        alt = alt_text.raw_alternative(el, svg=True)
+        if not alt and len(images) == 1:
+            alt = alt_text.raw_alternative(images[0])
+        target = images[0] if images and not alt_text.is_decorative(el) else el
+        if target is not el and callable(self.content.is_cover):
+            src = target.get("{http://www.w3.org/1999/xlink}href") or target.get("href") or ""
+            if src and self.content.is_cover(src):
+                return
+        self._picture(el, alt)
+
     def _end_note(self, _):
         self.flush()
         self.in_note -= 1
+
+    def _end_furniture(self, _):
+        self.flush()
+        self.in_furniture -= 1
 
     def _end_inscription(self, _):
         self.flush()
@@ -617,13 +766,13 @@ class _Reader:
         if tag == "tr":
             self.flush()
             self._note_refs(el)
-            self.add(lang_marked(row_text(el), self.lang[-1]))
+            self.add(lang_marked(row_text(el, self.content.language), self.lang[-1]))
             self.flush()
             return
         if tag == "hgroup":
             self.flush()
             self._note_refs(el)
-            self.add(lang_marked(heading_group_text(el), self.lang[-1]))
+            self.add(lang_marked(heading_group_text(el, self.content.language), self.lang[-1]))
             self.flush(heading=True)
             return
         if _is_verse(el) or tag == "pre":
@@ -662,9 +811,9 @@ class _Reader:
         stanzas = [c for c in el if _is_stanza(c)]
         if not stanzas:
             self._note_refs(el)
-            lines = inline_lines(el)  # marks el's own language
+            lines = inline_lines(el, self.content.language)  # marks el's own language
             if lines:
-                self.emit(make_block(lang_marked(join_verse_lines(lines), self.lang[-1])))
+                self.emit(make_block(lang_marked(join_verse_lines(lines), self.lang[-1]), verse=True))
             return
         self.push_lang(el)
         for child in el:
@@ -678,9 +827,9 @@ class _Reader:
     def _stanza(self, el):
         self.mark_anchor(el)
         self._note_refs(el)
-        lines = inline_lines(el)
+        lines = inline_lines(el, self.content.language)
         if lines:
-            self.emit(make_block(lang_marked(join_verse_lines(lines), self.lang[-1])))
+            self.emit(make_block(lang_marked(join_verse_lines(lines), self.lang[-1]), verse=True))
 
     def _note_refs(self, el):
         """Note references inside verse, which is read through inline_text rather than walk."""
@@ -692,6 +841,36 @@ class _Reader:
                     self.block_notes.append(href)
 
 
+def is_furniture(el, tag: str) -> bool:
+    """Page furniture: a <nav>, the page's own <header>/<footer> (not a section's: Standard Ebooks
+    puts chapter titles in one), or an element with a banner/contentinfo/navigation role."""
+    if FURNITURE_ROLES & set((el.get("role") or "").split()) or tag == "nav":
+        return True
+    return tag in FURNITURE_TAGS and not any(local_name(a) in SECTIONING_TAGS for a in el.iterancestors())
+
+
+def switch_choice(el):
+    """Which part of an epub:switch is read: the first case for MathML, else the default."""
+    cases = [c for c in el if local_name(c) == "case"]
+    chosen = next((c for c in cases if "MathML" in (c.get("required-namespace") or "")), None)
+    return chosen if chosen is not None else next((c for c in el if local_name(c) == "default"), None)
+
+
+def _caption_beside(el) -> str:
+    """The words next to a picture: its <figure>'s, else those of the block that holds it."""
+    own = clean("".join(el.itertext()))
+    for ancestor in el.iterancestors():
+        tag = local_name(ancestor)
+        if tag == "body":
+            return ""
+        if tag == "figure" or tag in BLOCK_TAGS:
+            text = clean("".join(ancestor.itertext()))
+            text = clean(text.replace(own, "", 1)) if own else text
+            if text or tag == "figure":
+                return text
+    return ""
+
+
 def _is_stanza(el) -> bool:
     tag = local_name(el)
     if tag == "p":
@@ -700,14 +879,14 @@ def _is_stanza(el) -> bool:
     return bool(classes and STANZA_CLASSES.intersection(classes.split()))
 
 
-def inline_text(el) -> str:
+def inline_text(el, language: str | None = None) -> str:
     """All the readable text inside el, block boundaries and <br> kept as line breaks."""
     parts: list[str] = []
-    _collect(el, parts)
+    _collect(el, parts, language)
     return "".join(parts)
 
 
-def _collect(root, parts: list[str]):
+def _collect(root, parts: list[str], math_language: str | None = None):
     """inline_text's walk: iterative, like _Reader.walk, for any depth of nesting."""
     stack: list = [root]
     while stack:
@@ -715,9 +894,20 @@ def _collect(root, parts: list[str]):
         if isinstance(el, str):  # text or a marker scheduled for after an element's children
             parts.append(el)
             continue
+        tag = local_name(el)
+        if tag == "switch":
+            chosen = switch_choice(el)
+            if chosen is not None:
+                stack.append(chosen)
+            continue
+        if tag == "math" and not is_hidden(el):
+            spoken = mathml.speak(el, inherited_lang(el) or math_language)
+            if spoken:
+                parts.append(f" {spoken}{'.' if mathml.is_display(el) else ''}"
+                             f"{' ' if (el.tail or '')[:1].isalnum() else ''}")
+            continue
         if is_unread(el) or is_noteref(el):
             continue
-        tag = local_name(el)
         if tag == "br" or tag in BLOCK_TAGS:
             parts.append(LINE_BREAK)
         lang = element_lang(el)
@@ -742,11 +932,11 @@ def _collect(root, parts: list[str]):
         stack.extend(reversed(after))
 
 
-def inline_lines(el) -> list[str]:
+def inline_lines(el, language: str | None = None) -> list[str]:
     """The lines of inline_text, cleaned; a line that is only markers joins its neighbour."""
     lines: list[str] = []
     carry = ""
-    for line in (clean(x) for x in inline_text(el).split(LINE_BREAK)):
+    for line in (clean(x) for x in inline_text(el, language).split(LINE_BREAK)):
         if not line:
             continue
         if not shown(line):
@@ -760,13 +950,13 @@ def inline_lines(el) -> list[str]:
     return lines
 
 
-def row_text(tr) -> str:
+def row_text(tr, language: str | None = None) -> str:
     """A table row read as one sentence: 'Speaker: line' for drama, else cells joined by commas."""
     spoken = ""
     for cell in tr:
         if local_name(cell) not in ("td", "th") or is_unread(cell):
             continue
-        lines = inline_lines(cell)
+        lines = inline_lines(cell, language)
         text = join_verse_lines(lines) if _is_verse(cell) or _has_verse(cell) else clean(" ".join(lines))
         if not text:
             continue
@@ -785,9 +975,9 @@ def _has_verse(el) -> bool:
     return any(_is_verse(d) for d in el.iterdescendants() if isinstance(d.tag, str))
 
 
-def heading_group_text(el) -> str:
+def heading_group_text(el, language: str | None = None) -> str:
     """<hgroup><h3>I</h3><p>The Period</p></hgroup> → 'I. The Period'."""
-    parts = [clean(inline_text(child)) for child in el if not is_unread(child)]
+    parts = [clean(inline_text(child, language)) for child in el if not is_unread(child)]
     parts = [p for p in parts if p]
     spoken = [p + "." if p[-1].isalnum() else p for p in parts[:-1]]
     return " ".join(spoken + parts[-1:])
