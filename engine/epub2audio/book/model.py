@@ -42,6 +42,8 @@ class Chapter:
 class Skipped:
     title: str
     reason: str  # e.g. "cover (epub:type)", "copyright page (landmarks)", "non-linear spine item"
+    chars: int = 0  # characters of body text in the part that are not read
+    evidence: str = "structure"  # "structure" | "guess" | "repetition" | "empty"
 
 
 @dataclass

@@ -658,8 +658,10 @@ class _Reader:
             self.flush(heading=block_tag in HEADING_TAGS)
 
     def add_line_group(self, el):
-        """Verse: each stanza (or the whole group if it has no stanzas) becomes one block."""
-        stanzas = [c for c in el if _is_stanza(c)]
+        """Verse: each stanza (or the whole group if it has no stanzas) becomes one block. A poem
+        in numbered parts (<section>s inside the poem, which the TOC may point at) is read part
+        by part: each part's heading is a heading and its stanzas keep their own blocks."""
+        stanzas = [c for c in el if _is_stanza(c) or _is_verse_part(c)]
         if not stanzas:
             self._note_refs(el)
             lines = inline_lines(el)  # marks el's own language
@@ -670,10 +672,20 @@ class _Reader:
         for child in el:
             if _is_stanza(child):
                 self.scheduled.append((self._stanza, child))
+            elif _is_verse_part(child):
+                self.scheduled.append((self._verse_part, child))
             elif not is_unread(child):
                 self.scheduled.append((self._enter, child))
                 self.scheduled.append((self.flush, False))
         self.scheduled.append((self.pop_lang, None))
+
+    def _verse_part(self, el):
+        """A part of a poem: entered like any element (anchor, notes, language), read as verse."""
+        if is_noteref(el) or is_unread(el) or el in self.note_elements or is_inscription(el):
+            self._enter(el)
+            return
+        self.mark_anchor(el)
+        self.add_line_group(el)
 
     def _stanza(self, el):
         self.mark_anchor(el)
@@ -690,6 +702,11 @@ class _Reader:
                 href = noteref_href(d)
                 if href:
                     self.block_notes.append(href)
+
+
+def _is_verse_part(el) -> bool:
+    """A <section> or <article> inside verse: a numbered part of a poem, or a poem of a cycle."""
+    return local_name(el) in ("section", "article")
 
 
 def _is_stanza(el) -> bool:
