@@ -43,3 +43,17 @@ def test_poem_in_parts_without_toc_entries_keeps_stanzas_and_headings(tmp_path):
                             "Houses and rooms are full of perfumes, I breathe the fragrance.", "3",
                             "I have heard, what the talkers were talking."],
          ["heading", "heading", "text", "text", "heading", "text", "heading", "text"])]
+
+
+def test_source_line_wraps_inside_cjk_text_are_not_word_breaks(tmp_path):
+    body = ('<p>甄士隱夢幻識通靈，\n    賈雨村風塵懷閨秀。<span xml:lang="ja">かな\n  カナ</span>\n  中文 and\n  English'
+            " words\n  here。</p><p>第一行<br/>第二行</p><p>한국 어</p>")
+    doc = xhtml(body).replace("<html ", '<html xml:lang="zh" ')
+    b = load_book(make_epub(tmp_path, {"a.xhtml": doc}, nav=[("一", "a.xhtml")]))
+    (only,) = b.chapters
+    assert only.paragraphs == ["甄士隱夢幻識通靈，賈雨村風塵懷閨秀。かなカナ中文 and English words here。",
+                               "第一行 第二行", "한국 어"]  # a <br> is kept; Hangul is written with spaces
+    text = only.paragraphs[0]
+    assert [text[a:z] for a, z, _ in only.languages[0]] == [
+        "甄士隱夢幻識通靈，賈雨村風塵懷閨秀。", "かなカナ", "中文 and English words here。"]
+    assert [tag for _, _, tag in only.languages[0]] == ["zh", "ja", "zh"]

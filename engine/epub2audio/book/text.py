@@ -87,6 +87,15 @@ CHAPTER_LINE = re.compile(
 # Indic words are spelled.
 INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff\u180e]")
 SPACES = re.compile(r"[\s\x1e]+")
+# Han, Hiragana, Katakana, CJK punctuation (the ideographic space included) and fullwidth forms:
+# scripts written without spaces between words. Hangul is not among them: Korean spaces words.
+CJK = ("\u2e80-\u2fdf\u3000-\u303f\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+       "\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003134f")
+# Source whitespace (a hard-wrapped line, indentation) between two such characters is a line wrap,
+# not a word break; a <br> is kept. Our markers where a pronunciation or language run starts or
+# ends may sit on either side of the wrap.
+_MARKS = "(?:[\ue001\ue005]|[\ue000\ue003][^\ue002\ue004]*[\ue002\ue004])*"
+CJK_WRAP = re.compile(f"([{CJK}]{_MARKS})[ \t\r\n]+(?={_MARKS}[{CJK}])")
 RAW_LINES = re.compile(r"[\n\x1e]")
 EMPTY_BRACKETS = re.compile(r"\(\s*\)|\[\s*\]")
 LINE_BREAK = "\x1e"  # a private marker: raw newlines in the source are only whitespace
@@ -325,6 +334,7 @@ def clean(text: str) -> str:
     """Normalise whitespace and drop invisible characters."""
     text = INVISIBLE.sub("", text)
     text = EMPTY_BRACKETS.sub("", text)
+    text = CJK_WRAP.sub(r"\1", text)
     return SPACES.sub(" ", text).strip()
 
 
