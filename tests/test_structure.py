@@ -57,3 +57,57 @@ def test_source_line_wraps_inside_cjk_text_are_not_word_breaks(tmp_path):
     assert [text[a:z] for a, z, _ in only.languages[0]] == [
         "甄士隱夢幻識通靈，賈雨村風塵懷閨秀。", "かなカナ", "中文 and English words here。"]
     assert [tag for _, _, tag in only.languages[0]] == ["zh", "ja", "zh"]
+
+
+def novel(marker_html):
+    """Three spine files, one TOC entry (the book) pointing at the first."""
+    return {f"c{n}.xhtml": xhtml("".join(marker_html(n * 2 + k) for k in (1, 2)), title="紅樓夢") for n in range(3)}
+
+
+def test_one_toc_entry_over_a_novel_is_split_at_its_chapter_markers(tmp_path):
+    numerals = "〇一二三四五六七"
+
+    def chapter_html(k):
+        return (f"<p>第{numerals[k]}回　回目{numerals[k]}</p>"
+                f"<p>正文{numerals[k]}的第一行，\n   第二行。</p>")
+
+    docs = novel(chapter_html)
+    docs["c0.xhtml"] = docs["c0.xhtml"].replace("<body>", "<body><p>序言。</p>")
+    b = load_book(make_epub(tmp_path, docs, nav=[("紅樓夢", "c0.xhtml")]))
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [("紅樓夢", ["序言。"])] + [
+        (f"第{numerals[k]}回 回目{numerals[k]}", [f"第{numerals[k]}回 回目{numerals[k]}", f"正文{numerals[k]}的第一行，第二行。"])
+        for k in range(1, 7)]
+    assert [c.sources for c in b.chapters[:3]] == [["c0.xhtml"], ["c0.xhtml"], ["c0.xhtml"]]
+    assert b.chapters[3].sources == ["c1.xhtml"]
+
+
+def test_one_toc_entry_over_many_files_is_split_at_h1_to_h3_headings(tmp_path):
+    def chapter_html(k):
+        return f"<h2>Chapter {k}</h2><h4>A scene</h4><p>Text {k}.</p>"
+
+    b = load_book(make_epub(tmp_path, novel(chapter_html), nav=[("The Book", "c0.xhtml")]))
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [
+        (f"Chapter {k}", [f"Chapter {k}", "A scene", f"Text {k}."]) for k in range(1, 7)]
+
+
+def test_no_toc_and_no_headings_is_split_by_spine_file(tmp_path):
+    docs = {"a.xhtml": xhtml("<p>One.</p>", title="Same"), "b.xhtml": xhtml("<p>Two.</p>", title="Same"),
+            "c.xhtml": xhtml("<p>Three.</p>", title="Other")}
+    b = load_book(make_epub(tmp_path, docs, ncx=[]))
+    assert [(c.title, c.paragraphs, c.sources) for c in b.chapters] == [
+        ("Same (1)", ["One."], ["a.xhtml"]), ("Same (2)", ["Two."], ["b.xhtml"]), ("Other", ["Three."], ["c.xhtml"])]
+
+
+def test_a_usable_toc_is_not_split(tmp_path):
+    # One entry over one file with h1 sections (an excerpt); markers inside a chapter that holds
+    # less than half the book; a sentence that begins "Chapter four" is prose, not a marker.
+    one = {"a.xhtml": xhtml("<h1>Part</h1><p>Intro.</p><h1>Section</h1><p>More.</p>")}
+    b = load_book(make_epub(tmp_path, one, nav=[("Only", "a.xhtml")]))
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [("Only", ["Part", "Intro.", "Section", "More."])]
+    long_text = "Long text. " * 40
+    docs = {"a.xhtml": xhtml("<p>Chapter I</p><p>x.</p><p>Chapter II</p><p>y.</p>"),
+            "b.xhtml": xhtml(f"<p>{long_text}</p><p>Chapter four was written in a hurry, as the author"
+                             " says in her preface to this edition of the book.</p>")}
+    b = load_book(make_epub(tmp_path, docs, nav=[("A", "a.xhtml"), ("B", "b.xhtml")], name="two.epub"))
+    assert [c.title for c in b.chapters] == ["A", "B"]
+    assert b.chapters[0].paragraphs == ["Chapter I", "x.", "Chapter II", "y."]

@@ -42,10 +42,11 @@ book title) unless it is front matter.
 * Scene breaks, headings and ssml:ph pronunciations are carried to `Chapter.breaks`,
   `Chapter.kinds` and `Chapter.pronunciations`; `Book.pronunciation_lexicon` holds the entries
   of the book's PLS lexicons (manifest items of type application/pls+xml).
-* Fallback: when the TOC yields no chapter at all (missing, or, as in some Gutenberg books, every
-  entry points into the licence), chapters are cut at headings instead: each run of headings
-  (h1–h6, or a "第N章" / "Chapter N" line of its own in plain-text paragraphs) starts a chapter
-  titled by that heading.
+* Fallback: when the TOC is not usable (it yields no chapter at all, as when every entry points
+  into the Gutenberg licence; one chapter over three or more spine files; or one chapter holding
+  most of the book and several chapter markers), chapters are cut where the text starts them:
+  at chapter markers ("第N回", "Chapter IV"), else at runs of h1-h3 headings, else at spine files
+  (book/splitting.py).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from .metadata import Metadata
 from .model import Book, Skipped
 from .notes import NOTE_POLICIES, NOTES_HEADING, Notes  # noqa: F401 (NOTES_HEADING: part of this module's API)
 from .package import PackageError, PartUnreadable, read_package
+from .splitting import split_without_toc, toc_is_usable
 from .text import Anchor, Block, find_body, local_name, parse_document, parse_xhtml, read_blocks
 from .toc import TocEntry, flatten, landmarks, read_toc
 
@@ -171,8 +173,8 @@ class _Loader:
         if self.notes:
             self.notes.lift(spans)
         titled = cutter.chapters(spans)
-        if not any(span.entry is not None for _, span in titled):
-            titled = cutter.chapters_from_headings(titled)
+        if not toc_is_usable(titled):
+            titled = split_without_toc(titled, {name: info.title for name, info in self.docs.items()})
         if self.notes:
             titled = [(title, self.notes.place(span)) for title, span in titled]
         cover_docs = [n for n in spine if "cover" in self.docs[n].types] + [
@@ -305,7 +307,7 @@ class _Loader:
             anchors = {e.fragment for e in doc_entries if e.fragment}
             items = read_blocks(root, anchors, self.notes.elements.get(name, frozenset()) if self.notes else frozenset())
             for it in items:
-                if isinstance(it, Block) and it.notes:
+                if isinstance(it, Block):  # the file a block is read from: for notes and for splitting
                     it.source_doc = name
             self.docs[name] = doc_info(root, name, anchors, items)
             stream.append(DocStart(name))

@@ -114,6 +114,7 @@ class Block:
     inscription: bool = False  # part of an epigraph or dedication (read even on a skipped title page)
     phonemes: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, ipa)
     langs: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, BCP 47 tag)
+    level: int = field(default=0, compare=False)  # a heading's rank: 1-6 for h1-h6 (an hgroup: its highest), 0 for a chapter line
 
 
 def make_block(raw: str, heading: bool = False, **kw) -> Block:
@@ -505,7 +506,7 @@ class _Reader:
             else:
                 self.text_chars += len(text)
 
-    def flush(self, heading: bool = False):
+    def flush(self, heading: bool = False, level: int = 0):
         raw = self._marked_text()
         nav_only = self.link_chars and not self.text_chars
         self.parts, self.part_langs, self.link_chars, self.text_chars = [], [], 0, 0
@@ -515,7 +516,7 @@ class _Reader:
         if len(lines) > 1 and any(CHAPTER_LINE.match(shown(line)) for line in lines):
             self._emit_with_chapter_lines(lines)
             return
-        self.emit(make_block(raw, heading))
+        self.emit(make_block(raw, heading, level=level if heading else 0))
 
     def mark(self, marker: str):
         """A private marker into the block being built (not counted as text)."""
@@ -634,7 +635,8 @@ class _Reader:
             self.flush()
             self._note_refs(el)
             self.add(lang_marked(heading_group_text(el), self.lang[-1]))
-            self.flush(heading=True)
+            ranks = [int(local_name(c)[1]) for c in el.iter() if local_name(c) in HEADING_TAGS]
+            self.flush(heading=True, level=min(ranks, default=0))
             return
         if _is_verse(el) or tag == "pre":
             self.flush()
@@ -665,7 +667,8 @@ class _Reader:
         self.in_link -= link
         self.pop_lang()
         if block_tag:
-            self.flush(heading=block_tag in HEADING_TAGS)
+            heading = block_tag in HEADING_TAGS
+            self.flush(heading=heading, level=int(block_tag[1]) if heading else 0)
 
     def add_line_group(self, el):
         """Verse: each stanza (or the whole group if it has no stanzas) becomes one block. A poem
