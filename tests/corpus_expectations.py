@@ -277,6 +277,7 @@ BOOKS = {
         ],
         "skipped": [
             ('ENCYCLOPAEDIA BRITANNICA', 'non-linear spine item'),
+            ('Footnotes', 'footnotes where they stand (--notes skip)'),  # chapter-end notes, not read
         ],
     },
     'childrens-literature-unlinked-toc-long-section-epub3.epub': {
@@ -435,6 +436,7 @@ BOOKS = {
             ('TABLE DES MATIÈRES.', 'table of contents (guide)'),
             ('Au lecteur.', "transcriber's note (text)"),
             ('Corrections.', "transcriber's note (title)"),
+            ('Footnotes', 'footnotes where they stand (--notes skip)'),  # chapter-end notes, not read
         ],
     },
     'alice-under-ground-facsimile-images-epub2-ncx.epub': {
@@ -497,6 +499,7 @@ BOOKS = {
         "skipped": [
             ('Couverture', 'cover (epub:type)'),
             ('Page de titre', 'title page (epub:type)'),
+            ('Footnotes', 'footnotes where they stand (--notes skip)'),  # chapter-end notes, not read
         ],
     },
     'laozi-daodejing-zh-epub2-ncx.epub': {

@@ -111,3 +111,86 @@ def test_a_usable_toc_is_not_split(tmp_path):
     b = load_book(make_epub(tmp_path, docs, nav=[("A", "a.xhtml"), ("B", "b.xhtml")], name="two.epub"))
     assert [c.title for c in b.chapters] == ["A", "B"]
     assert b.chapters[0].paragraphs == ["Chapter I", "x.", "Chapter II", "y."]
+
+
+# -- Margin notes and Gutenberg EPUB 2 footnotes under --notes ------------------------------------
+
+CANTO = (
+    "<h2>CANTO I</h2>"
+    '<div class="poem"><div class="stanza">'
+    '<span class="sidenote">The poet invokes the Muse.</span>'
+    '<span>Sing, Muse, the wrath<a id="FNanchor_1" href="#Footnote_1" class="fnanchor">[1]</a></span><br/>'
+    "<span>of Achilles</span></div></div>"
+    '<div class="sidenote-right">He begins the tale.</div>'
+    '<p>Prose paragraph.<a id="FNanchor_2" href="#Footnote_2" class="fnanchor">[2]</a> '
+    "<aside><p>A gloss in the margin.</p></aside>Goes on.</p>"
+    '<aside epub:type="sidebar"><p>Sidebar text.</p></aside>'
+    '<p>More.<a id="r3" href="notes.xhtml#n3">3</a></p>'
+    # Gutenberg's footnotes at the chapter's end: each label links back to its reference
+    '<div class="footnote"><p><a id="Footnote_1" href="#FNanchor_1" class="label">[1]</a> Wrath: menis.</p>'
+    "<p>A second line.</p></div>"
+    '<div class="footnote"><p><a id="Footnote_2" href="#FNanchor_2" class="label">[2]</a> Prose note.</p></div>'
+)
+NOTES = '<h2>NOTES</h2><p><a id="n3" href="canto.xhtml#r3">3</a> Endnote three.</p><p>Unreferenced note.</p>'
+
+
+def epic(tmp_path, notes):
+    path = make_epub(tmp_path, {"canto.xhtml": xhtml(CANTO), "notes.xhtml": xhtml(NOTES)},
+                     ncx=[("CANTO I", "canto.xhtml"), ("NOTES", "notes.xhtml")], name=f"{notes}.epub")
+    return load_book(path, notes=notes)
+
+
+def test_margin_notes_and_chapter_end_footnotes_are_not_read_under_skip(tmp_path):
+    b = epic(tmp_path, "skip")
+    assert chapters(b) == [
+        ("CANTO I", ["CANTO I", "Sing, Muse, the wrath, of Achilles", "Prose paragraph. Goes on.", "Sidebar text.",
+                     "More."], ["heading", "text", "text", "text", "text"]),
+        # a notes section of its own is read as it is
+        ("NOTES", ["NOTES", "Endnote three.", "Unreferenced note."], ["heading", "text", "text"]),
+    ]
+    assert [(s.title, s.reason, s.chars, s.evidence) for s in b.skipped] == [
+        ("Footnotes", "footnotes where they stand (--notes skip)",
+         len("Wrath: menis.") + len("A second line.") + len("Prose note."), "structure"),
+        ("3 margin notes", "margin notes (--notes skip)",
+         len("The poet invokes the Muse.") + len("He begins the tale.") + len("A gloss in the margin."), "structure"),
+    ]
+
+
+def test_margin_notes_and_footnotes_are_read_inline_where_they_stand(tmp_path):
+    b = epic(tmp_path, "inline")
+    assert chapters(b) == [
+        ("CANTO I", ["CANTO I", "Sing, Muse, the wrath, of Achilles", "Note: Wrath: menis. A second line.",
+                     "Note: The poet invokes the Muse.", "Prose paragraph. Goes on.", "Note: Prose note.",
+                     "Note: He begins the tale.", "Note: A gloss in the margin.", "Sidebar text.", "More.",
+                     "Note: Endnote three."],
+         ["heading", "text", "note", "note", "text", "note", "note", "note", "text", "text", "note"]),
+        ("NOTES", ["NOTES", "Unreferenced note."], ["heading", "text"]),
+    ]
+    assert b.skipped == []
+
+
+def test_margin_notes_and_footnotes_are_read_at_the_chapter_end(tmp_path):
+    b = epic(tmp_path, "chapter-end")
+    assert chapters(b)[0] == (
+        "CANTO I", ["CANTO I", "Sing, Muse, the wrath, of Achilles", "Prose paragraph. Goes on.", "Sidebar text.",
+                    "More.", "Notes for this chapter.", "Note 1: Wrath: menis. A second line.",
+                    "Note 2: The poet invokes the Muse.", "Note 3: Prose note.", "Note 4: He begins the tale.",
+                    "Note 5: A gloss in the margin.", "Note 6: Endnote three."],
+        ["heading", "text", "text", "text", "text", "heading"] + ["note"] * 6)
+    assert b.skipped == []
+
+
+def test_vingt_mille_lieues_footnotes_follow_the_notes_policy(corpus):
+    path = corpus / "vingt-mille-lieues-sous-les-mers-fr-epub2-ncx.epub"
+    note = "Environ 106 mètres. Le pied anglais n'est que de 30,40 centimètres."
+    first = "CHAPITRE PREMIER UN ÉCUEIL FUYANT."
+    skipped = load_book(path)
+    text = next(c for c in skipped.chapters if c.title == first).paragraphs
+    assert note not in text and len(text) == 31
+    assert [(s.title, s.chars) for s in skipped.skipped if s.chars] == [("Footnotes", 508)]
+    inline = load_book(path, notes="inline")
+    text = next(c for c in inline.chapters if c.title == first).paragraphs
+    # the note's label links back to its reference: that backlink is not a note of its own, so the
+    # paragraph it points at stays where it is (it used to be taken out, with two whole chapters)
+    assert text[:2] == ["CHAPITRE PREMIER", "UN ÉCUEIL FUYANT."] and f"Note: {note}" in text
+    assert len(inline.chapters) == len(skipped.chapters)

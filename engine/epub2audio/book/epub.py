@@ -30,9 +30,19 @@ book title) unless it is front matter.
   symbol); the note is the element the link points at, widened to the enclosing footnote /
   endnote / rearnote / note / aside (or doc-footnote, doc-endnote), or, when the target is an
   empty anchor (Gutenberg), the text-bearing paragraphs that follow it up to the next anchor.
-  - "skip" (default): markers are never read, inline <aside> notes are not read, and notes that
-    live in their own section (The Waste Land's NOTES, Herodotus's "NOTES TO BOOK N") stay where
-    they are, as chapters: they are part of the book.
+  - "skip" (default): markers are never read, inline <aside> notes are not read, nor are notes
+    that sit in the chapter that refers to them (Gutenberg's "[1]" footnotes gathered at the
+    chapter's end, or in a notes file no TOC entry names) when the markup says they are notes
+    (note epub:type / role / <aside>, or a label linking back to the reference); notes that live
+    in their own section (The Waste Land's NOTES, Herodotus's "NOTES TO BOOK N") stay where they
+    are, as chapters: they are part of the book. What is not read is listed under "Skipped"
+    with its size ("Footnotes", "N margin notes").
+  - A link to an earlier place (a note's label pointing back at its reference) is not a note
+    reference, under any policy.
+  - Margin notes (epub:type sidenote / marginalia, class "sidenote", "marginnote", ..., an
+    <aside> that no reference points at and that is not a sidebar) follow the policy too: not
+    read under "skip", "Note: …" after the paragraph they stand beside under "inline", at the
+    chapter's end under "chapter-end".
   - "inline": each note is read once, as "Note: …", right after the paragraph (or stanza) that
     first references it, and is no longer read where it lives. A notes section left with
     nothing but headings is skipped ("notes (read inline)"); a sub-heading whose notes all moved
@@ -157,26 +167,24 @@ class _Loader:
         for entry in flatten(self.raw_toc):
             if entry.doc:
                 self.titles_by_doc.setdefault(entry.doc, entry.title)
-        self.notes = Notes(notes, self._root) if notes != "skip" else None
+        self.notes = Notes(notes, self._root)
 
     def load(self) -> Book:
         spine = self._linear_spine()
         entries = self._toc(set(spine))
         self.docs: dict[str, DocInfo] = {}
-        if self.notes:
-            self.notes.find(spine)
+        self.notes.find(spine)
         cutter = Cutter(self.title, self.docs, self.landmarks, "landmarks" if self.nav_item else "guide",
                         self.cover_images, self.skipped, self.keep_front_matter)
         stream = self._stream(spine, entries)
         stream = cutter.trim_gutenberg(stream)
         spans = cutter.spans(stream, [e for e in entries if e.doc])
-        if self.notes:
-            self.notes.lift(spans)
+        self.notes.lift(spans)
         titled = cutter.chapters(spans)
         if not toc_is_usable(titled):
             titled = split_without_toc(titled, {name: info.title for name, info in self.docs.items()})
-        if self.notes:
-            titled = [(title, self.notes.place(span)) for title, span in titled]
+        titled = [(title, self.notes.place(span)) for title, span in titled]
+        self.skipped.extend(self.notes.skipped())
         cover_docs = [n for n in spine if "cover" in self.docs[n].types] + [
             d for (d, _), types in self.landmarks.items() if "cover" in types and d in self.docs
         ] + self.nonlinear_docs
@@ -305,7 +313,7 @@ class _Loader:
             root = self._root(name)
             doc_entries = by_doc.get(name, [])
             anchors = {e.fragment for e in doc_entries if e.fragment}
-            items = read_blocks(root, anchors, self.notes.elements.get(name, frozenset()) if self.notes else frozenset())
+            items = read_blocks(root, anchors, self.notes.elements.get(name, frozenset()))
             for it in items:
                 if isinstance(it, Block):  # the file a block is read from: for notes and for splitting
                     it.source_doc = name

@@ -67,6 +67,13 @@ UNREAD_CLASSES = frozenset(
     ["pagenum", "pageno", "page-number", "x-ebookmaker-pageno", "lnum", "linenum", "linenumber",
      "line-number", "pgheader", "pgfooter"]
 )
+# Margin notes: glosses printed beside the text, with no reference in it. They follow --notes.
+MARGIN_TYPES = frozenset(["sidenote", "marginalia", "z3998:sidenote", "z3998:marginalia"])
+MARGIN_CLASS = re.compile(r"^(side-?note|margin-?note|marg-?note|marginalia|sidenote[-_]?(left|right)|"
+                          r"(left|right)[-_]?sidenote)$", re.IGNORECASE)
+# An <aside> typed as one of these is content beside the text (a sidebar, a pull quote), read.
+ASIDE_CONTENT_TYPES = frozenset(["sidebar", "z3998:sidebar", "pullquote", "z3998:pullquote", "tip", "help",
+                                 "warning", "important"])
 VERSE_TYPES = frozenset(["z3998:verse", "z3998:poem", "z3998:song", "z3998:lyrics", "z3998:hymn"])
 VERSE_CLASSES = frozenset(["poem", "poetry", "verse", "stanza", "linegroup", "lg"])
 STANZA_CLASSES = frozenset(["stanza", "linegroup", "lg"])
@@ -114,6 +121,11 @@ class Block:
     inscription: bool = False  # part of an epigraph or dedication (read even on a skipped title page)
     phonemes: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, ipa)
     langs: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, BCP 47 tag)
+    note_key: str | None = field(default=None, compare=False)  # in_note: which note ("file#id") it is part of
+    margin: bool = field(default=False, compare=False)  # a margin note (kept apart, for the notes policy)
+    # A note placed in the flow (<aside epub:type="footnote">): never read where it stands; kept
+    # apart so that what is not read at all can be counted.
+    aside_note: bool = field(default=False, compare=False)
     level: int = field(default=0, compare=False)  # a heading's rank: 1-6 for h1-h6 (an hgroup: its highest), 0 for a chapter line
 
 
@@ -349,6 +361,7 @@ def read_blocks(root, anchors: set[str] | frozenset[str] = frozenset(),
     reader.lang = [inherited_lang(parent) if parent is not None else None]
     reader.walk(body)
     reader.flush()
+    reader.place_margins()
     return reader.out
 
 
@@ -414,14 +427,18 @@ def ssml_phonemes(el) -> str | None:
     return ph  # no alphabet given: EPUB content docs use IPA in practice
 
 
+def _is_hidden(el) -> bool:
+    if el.get("hidden") is not None or el.get("aria-hidden") == "true":
+        return True
+    style = el.get("style")
+    return bool(style and HIDDEN_STYLE.search(style))
+
+
 def is_unread(el) -> bool:
     tag = local_name(el)
     if not tag or tag in UNREAD_TAGS:
         return True
-    if el.get("hidden") is not None or el.get("aria-hidden") == "true":
-        return True
-    style = el.get("style")
-    if style and HIDDEN_STYLE.search(style):
+    if _is_hidden(el):
         return True
     types = epub_types(el)
     if types & UNREAD_TYPES:
@@ -432,6 +449,19 @@ def is_unread(el) -> bool:
     if classes and UNREAD_CLASSES.intersection(classes.split()):
         return True
     return tag == "a" and _is_marker_link(el)
+
+
+def is_margin_note(el) -> bool:
+    """A margin note by its epub:type or class, or an <aside> that no note reference points at
+    (the caller passes those as note elements) and that is not a sidebar or pull quote."""
+    types = epub_types(el)
+    if types & MARGIN_TYPES:
+        return True
+    classes = el.get("class")
+    if classes and any(MARGIN_CLASS.match(c) for c in classes.split()):
+        return True
+    return local_name(el) == "aside" and not types & (ASIDE_NOTE_TYPES | ASIDE_CONTENT_TYPES) and not (
+        el.get("role") or "").startswith("doc-")
 
 
 def _is_marker_link(a) -> bool:
@@ -483,6 +513,7 @@ class _Reader:
         self.anchors = anchors
         self.note_elements = note_elements
         self.in_note = 0
+        self.note_keys: list = []  # keys of the notes being read, innermost last
         self.in_inscription = 0
         self.block_notes: list[str] = []  # noterefs seen in the block being built
         self.pending_break = False
@@ -494,6 +525,7 @@ class _Reader:
         self.text_chars = 0  # characters of it that came from anything else
         self.in_link = 0
         self.scheduled: list[tuple] = []  # steps _enter leaves for the element's children and end
+        self.margins: list[Block] = []  # margin notes met, placed after the block they stand beside
 
     def add(self, text: str | None):
         if not text:
@@ -553,9 +585,27 @@ class _Reader:
             return
         block.notes, self.block_notes = self.block_notes, []
         block.in_note = self.in_note > 0
+        block.note_key = self.note_keys[-1] if self.note_keys else None
         block.inscription = self.in_inscription > 0
         block.break_before, self.pending_break = self.pending_break, False
         self.out.append(block)
+        self.place_margins()
+
+    def margin(self, el):
+        self.margins.append(self._margin_block(inline_lines(el)))
+
+    def _margin_block(self, lines: list[str]) -> Block:
+        block = make_block(lang_marked(" ".join(lines), self.lang[-1]), margin=True)
+        block.inscription = self.in_inscription > 0
+        return block
+
+    def place_margins(self):
+        self.out.extend(b for b in self.margins if b.text)
+        self.margins = []
+
+    def _verse_margins(self, found: list):
+        """Margin notes that inline_lines set aside inside a stanza or a table row."""
+        self.margins.extend(self._margin_block(inline_lines(el)) for el in found)
 
     def _emit_with_chapter_lines(self, lines: list[str]):
         pending: list[str] = []
@@ -575,6 +625,7 @@ class _Reader:
         el_id = el.get("id")
         if el_id and el_id in self.anchors:
             self.flush()
+            self.place_margins()
             self.out.append(Anchor(el_id))
 
     def walk(self, root):
@@ -594,7 +645,16 @@ class _Reader:
             if href:
                 self.block_notes.append(href)
             return
+        if local_name(el) == "aside" and epub_types(el) & ASIDE_NOTE_TYPES and not _is_hidden(el):
+            block = self._margin_block(inline_lines(el))
+            block.margin, block.aside_note = False, True
+            block.note_key = self.note_elements.get(el) if isinstance(self.note_elements, dict) else None
+            self.margins.append(block)
+            return
         if is_unread(el):
+            return
+        if el not in self.note_elements and is_margin_note(el):
+            self.margin(el)
             return
         if is_scene_break(el):
             self.flush()
@@ -603,6 +663,7 @@ class _Reader:
         if el in self.note_elements:
             self.flush()
             self.in_note += 1
+            self.note_keys.append(self.note_elements.get(el) if isinstance(self.note_elements, dict) else None)
             self._open(el)
             self.scheduled.append((self._end_note, None))
             return
@@ -617,6 +678,7 @@ class _Reader:
     def _end_note(self, _):
         self.flush()
         self.in_note -= 1
+        self.note_keys.pop()
 
     def _end_inscription(self, _):
         self.flush()
@@ -628,7 +690,9 @@ class _Reader:
         if tag == "tr":
             self.flush()
             self._note_refs(el)
-            self.add(lang_marked(row_text(el), self.lang[-1]))
+            found: list = []
+            self.add(lang_marked(row_text(el, found), self.lang[-1]))
+            self._verse_margins(found)
             self.flush()
             return
         if tag == "hgroup":
@@ -677,7 +741,9 @@ class _Reader:
         stanzas = [c for c in el if _is_stanza(c) or _is_verse_part(c)]
         if not stanzas:
             self._note_refs(el)
-            lines = inline_lines(el)  # marks el's own language
+            found: list = []
+            lines = inline_lines(el, found)  # marks el's own language
+            self._verse_margins(found)
             if lines:
                 self.emit(make_block(lang_marked(join_verse_lines(lines), self.lang[-1])))
             return
@@ -703,7 +769,9 @@ class _Reader:
     def _stanza(self, el):
         self.mark_anchor(el)
         self._note_refs(el)
-        lines = inline_lines(el)
+        found: list = []
+        lines = inline_lines(el, found)
+        self._verse_margins(found)
         if lines:
             self.emit(make_block(lang_marked(join_verse_lines(lines), self.lang[-1])))
 
@@ -730,14 +798,15 @@ def _is_stanza(el) -> bool:
     return bool(classes and STANZA_CLASSES.intersection(classes.split()))
 
 
-def inline_text(el) -> str:
-    """All the readable text inside el, block boundaries and <br> kept as line breaks."""
+def inline_text(el, margins: list | None = None) -> str:
+    """All the readable text inside el, block boundaries and <br> kept as line breaks. Margin
+    notes are not part of it; they are added to `margins` when it is given."""
     parts: list[str] = []
-    _collect(el, parts)
+    _collect(el, parts, margins)
     return "".join(parts)
 
 
-def _collect(root, parts: list[str]):
+def _collect(root, parts: list[str], margins: list | None = None):
     """inline_text's walk: iterative, like _Reader.walk, for any depth of nesting."""
     stack: list = [root]
     while stack:
@@ -746,6 +815,10 @@ def _collect(root, parts: list[str]):
             parts.append(el)
             continue
         if is_unread(el) or is_noteref(el):
+            continue
+        if el is not root and is_margin_note(el):
+            if margins is not None:
+                margins.append(el)
             continue
         tag = local_name(el)
         if tag == "br" or tag in BLOCK_TAGS:
@@ -772,11 +845,11 @@ def _collect(root, parts: list[str]):
         stack.extend(reversed(after))
 
 
-def inline_lines(el) -> list[str]:
+def inline_lines(el, margins: list | None = None) -> list[str]:
     """The lines of inline_text, cleaned; a line that is only markers joins its neighbour."""
     lines: list[str] = []
     carry = ""
-    for line in (clean(x) for x in inline_text(el).split(LINE_BREAK)):
+    for line in (clean(x) for x in inline_text(el, margins).split(LINE_BREAK)):
         if not line:
             continue
         if not shown(line):
@@ -790,13 +863,13 @@ def inline_lines(el) -> list[str]:
     return lines
 
 
-def row_text(tr) -> str:
+def row_text(tr, margins: list | None = None) -> str:
     """A table row read as one sentence: 'Speaker: line' for drama, else cells joined by commas."""
     spoken = ""
     for cell in tr:
         if local_name(cell) not in ("td", "th") or is_unread(cell):
             continue
-        lines = inline_lines(cell)
+        lines = inline_lines(cell, margins)
         text = join_verse_lines(lines) if _is_verse(cell) or _has_verse(cell) else clean(" ".join(lines))
         if not text:
             continue
