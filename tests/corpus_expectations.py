@@ -278,6 +278,7 @@ BOOKS = {
         "skipped": [
             ('ENCYCLOPAEDIA BRITANNICA', 'non-linear spine item'),
             ('Footnotes', 'footnotes where they stand (--notes skip)'),  # chapter-end notes, not read
+            ('Notes with no reference', 'notes in the text flow that no reference points at'),  # asides
         ],
     },
     'childrens-literature-unlinked-toc-long-section-epub3.epub': {
@@ -325,6 +326,7 @@ BOOKS = {
         "skipped": [
             ('THE CONTENTS', 'table of contents (nav document)'),
             ("Children's Literature", 'cover (cover image page)'),
+            ('Notes with no reference', 'notes in the text flow that no reference points at'),  # asides
         ],
     },
     'hamlet-drama-tables-se-epub3.epub': {

@@ -194,3 +194,18 @@ def test_vingt_mille_lieues_footnotes_follow_the_notes_policy(corpus):
     # paragraph it points at stays where it is (it used to be taken out, with two whole chapters)
     assert text[:2] == ["CHAPITRE PREMIER", "UN ÉCUEIL FUYANT."] and f"Note: {note}" in text
     assert len(inline.chapters) == len(skipped.chapters)
+
+
+def test_notes_in_the_flow_are_counted_when_not_read(tmp_path):
+    body = ('<div epub:type="z3998:poem"><p><span>A line<a epub:type="noteref" href="#n1">1</a></span><br/>'
+            '<span>and another.</span><aside epub:type="footnote" id="n1"><p>A note in a stanza.</p></aside></p></div>'
+            '<p>Prose.</p><aside epub:type="footnote" id="n2"><p>No reference points here.</p></aside>')
+    orphan = ("Notes with no reference", len("No reference points here."))
+    for notes, paragraphs, skipped in [
+        ("skip", ["A line, and another.", "Prose."], [("Footnotes", len("A note in a stanza.")), orphan]),
+        ("inline", ["A line, and another.", "Note: A note in a stanza.", "Prose."], [orphan]),
+    ]:
+        b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, nav=[("One", "a.xhtml")], name=f"{notes}.epub"),
+                      notes=notes)
+        assert b.chapters[0].paragraphs == paragraphs
+        assert [(s.title, s.chars) for s in b.skipped] == skipped

@@ -40,6 +40,7 @@ class Notes:
         self.footnote_chars = 0  # under "skip": characters of note bodies taken out of chapters
         self.margin_notes = 0  # under "skip": margin notes not read, and their characters
         self.margin_chars = 0
+        self.orphan_chars = 0  # notes in the flow that no reference points at: read under no policy
 
     def find(self, spine: list[str]):
         """Every note that a reference in the linear spine points at, and its body elements."""
@@ -135,7 +136,9 @@ class Notes:
         at_end: list[Block] = []
         for block in span.blocks:
             if block.aside_note:  # read where its reference is, if it has one and notes are read
-                if self.policy == "skip" or block.note_key not in self.bodies:
+                if block.note_key not in self.bodies:
+                    self.orphan_chars += len(block.text)
+                elif self.policy == "skip":
                     self.footnote_chars += len(block.text)
                 continue
             if block.margin:
@@ -174,6 +177,9 @@ class Notes:
         if self.footnote_chars:
             parts.append(Skipped("Footnotes", "footnotes where they stand (--notes skip)", chars=self.footnote_chars,
                                  evidence="structure"))
+        if self.orphan_chars:
+            parts.append(Skipped("Notes with no reference", "notes in the text flow that no reference points at",
+                                 chars=self.orphan_chars, evidence="structure"))
         if self.margin_notes:
             parts.append(Skipped(f"{self.margin_notes} margin notes", "margin notes (--notes skip)",
                                  chars=self.margin_chars, evidence="structure"))

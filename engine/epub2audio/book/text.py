@@ -18,6 +18,14 @@ come out as `Block.phonemes`: (start, end, ipa) spans over the block's text. Lan
 as `Block.langs`: (start, end, tag) spans over the text whose language is known, so the caller can
 tell a Latin epigraph from the English around it.
 
+Margin notes (epub:type sidenote / marginalia, class "sidenote", "marginnote", ..., an <aside>
+that is not a note the caller names, a sidebar or a pull quote) and notes placed in the flow
+(<aside epub:type="footnote">) are not read where they stand: each becomes a Block of its own
+flagged `margin` / `aside_note`, placed after the block it stands beside, for the notes policy to
+read, move or count (book/notes.py). A poem in numbered parts (<section>/<article> inside verse)
+is read part by part, each part's heading a heading and each stanza a block. Source whitespace
+between two CJK characters is a line wrap and is removed.
+
 `read_blocks` also drops an `Anchor` marker into the block stream wherever an element with one of
 the requested ids starts, so the caller can cut a document into chapters at TOC #fragments.
 """
@@ -70,7 +78,7 @@ UNREAD_CLASSES = frozenset(
 # Margin notes: glosses printed beside the text, with no reference in it. They follow --notes.
 MARGIN_TYPES = frozenset(["sidenote", "marginalia", "z3998:sidenote", "z3998:marginalia"])
 MARGIN_CLASS = re.compile(r"^(side-?note|margin-?note|marg-?note|marginalia|sidenote[-_]?(left|right)|"
-                          r"(left|right)[-_]?sidenote)$", re.IGNORECASE)
+                          r"(left|right)[-_]?(side)?note)s?$", re.IGNORECASE)
 # An <aside> typed as one of these is content beside the text (a sidebar, a pull quote), read.
 ASIDE_CONTENT_TYPES = frozenset(["sidebar", "z3998:sidebar", "pullquote", "z3998:pullquote", "tip", "help",
                                  "warning", "important"])
@@ -378,7 +386,7 @@ def paragraphs(data: bytes | str, start: str | None = None, end: str | None = No
                 inside = True
             elif item.id == end:
                 break
-        elif inside:
+        elif inside and not (item.margin or item.aside_note):  # kept apart for the notes policy
             result.append(item.text)
     return result
 
@@ -425,6 +433,11 @@ def ssml_phonemes(el) -> str | None:
             return ph if alphabet.lower() == "ipa" else None
         node = node.getparent()
     return ph  # no alphabet given: EPUB content docs use IPA in practice
+
+
+def is_aside_note(el) -> bool:
+    """A note placed in the text flow (<aside epub:type="footnote">), not hidden."""
+    return local_name(el) == "aside" and bool(epub_types(el) & ASIDE_NOTE_TYPES) and not _is_hidden(el)
 
 
 def _is_hidden(el) -> bool:
@@ -592,12 +605,16 @@ class _Reader:
         self.place_margins()
 
     def margin(self, el):
-        self.margins.append(self._margin_block(inline_lines(el)))
-
-    def _margin_block(self, lines: list[str]) -> Block:
-        block = make_block(lang_marked(" ".join(lines), self.lang[-1]), margin=True)
+        """A margin note, or a note placed in the flow: kept apart, placed after the block it
+        stands beside, for the notes policy to read, move or count."""
+        block = make_block(lang_marked(" ".join(inline_lines(el)), self.lang[-1]))
         block.inscription = self.in_inscription > 0
-        return block
+        if is_aside_note(el):
+            block.aside_note = True
+            block.note_key = self.note_elements.get(el) if isinstance(self.note_elements, dict) else None
+        else:
+            block.margin = True
+        self.margins.append(block)
 
     def place_margins(self):
         self.out.extend(b for b in self.margins if b.text)
@@ -605,7 +622,8 @@ class _Reader:
 
     def _verse_margins(self, found: list):
         """Margin notes that inline_lines set aside inside a stanza or a table row."""
-        self.margins.extend(self._margin_block(inline_lines(el)) for el in found)
+        for el in found:
+            self.margin(el)
 
     def _emit_with_chapter_lines(self, lines: list[str]):
         pending: list[str] = []
@@ -645,11 +663,8 @@ class _Reader:
             if href:
                 self.block_notes.append(href)
             return
-        if local_name(el) == "aside" and epub_types(el) & ASIDE_NOTE_TYPES and not _is_hidden(el):
-            block = self._margin_block(inline_lines(el))
-            block.margin, block.aside_note = False, True
-            block.note_key = self.note_elements.get(el) if isinstance(self.note_elements, dict) else None
-            self.margins.append(block)
+        if is_aside_note(el):
+            self.margin(el)
             return
         if is_unread(el):
             return
@@ -814,7 +829,10 @@ def _collect(root, parts: list[str], margins: list | None = None):
         if isinstance(el, str):  # text or a marker scheduled for after an element's children
             parts.append(el)
             continue
-        if is_unread(el) or is_noteref(el):
+        if el is not root and margins is not None and is_aside_note(el):
+            margins.append(el)
+            continue
+        if (is_unread(el) and not (el is root and is_aside_note(el))) or is_noteref(el):
             continue
         if el is not root and is_margin_note(el):
             if margins is not None:
