@@ -209,3 +209,16 @@ def test_notes_in_the_flow_are_counted_when_not_read(tmp_path):
                       notes=notes)
         assert b.chapters[0].paragraphs == paragraphs
         assert [(s.title, s.chars) for s in b.skipped] == skipped
+
+
+def test_a_footnotes_heading_goes_with_the_footnotes(tmp_path):
+    body = ('<h2>CHAPTER I</h2><p>Text<a id="FNanchor_1" href="#Footnote_1" class="fnanchor">[1]</a>.</p>'
+            '<div class="footnotes"><h3>FOOTNOTES:</h3><div class="footnote"><p>'
+            '<a id="Footnote_1" href="#FNanchor_1" class="label">[1]</a> The note.</p></div></div>')
+    path = make_epub(tmp_path, {"a.xhtml": xhtml(body)}, ncx=[("CHAPTER I", "a.xhtml")])
+    read = {notes: load_book(path, notes=notes) for notes in ("skip", "inline", "chapter-end")}
+    assert read["skip"].chapters[0].paragraphs == ["CHAPTER I", "Text."]
+    assert [(s.title, s.chars) for s in read["skip"].skipped] == [("Footnotes", len("The note."))]
+    assert read["inline"].chapters[0].paragraphs == ["CHAPTER I", "Text.", "Note: The note."]
+    assert read["chapter-end"].chapters[0].paragraphs == ["CHAPTER I", "Text.", "Notes for this chapter.",
+                                                          "Note 1: The note."]

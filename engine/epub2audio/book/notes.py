@@ -3,9 +3,9 @@ they live, and read them inline or at the chapter's end. See epub.py's docstring
 
 Under "skip" a note body is taken out of the text only on structural evidence that it is a note
 (an epub:type / role / <aside> note, or a link in it back to the reference, as Gutenberg's
-"[1]" footnotes have) and only where it sits inside a chapter that has text of its own (a notes
-block at the chapter's end, or a notes file no TOC entry names); a notes section that is a
-chapter of its own is read as it is. Margin notes (text.is_margin_note) are not read under
+"[1]" footnotes have) and only where it sits in the chapter that refers to it (a notes block at
+the chapter's end), or in a file no TOC entry starts that a referring chapter runs on into (a
+notes file); a notes section that is a chapter of its own is read as it is. Margin notes (text.is_margin_note) are not read under
 "skip", read as "Note: …" where they stand under "inline", and at the chapter's end under
 "chapter-end". What is not read is accounted in `skipped()`, one entry per rule.
 """
@@ -101,34 +101,24 @@ class Notes:
             if self.policy == "skip":
                 self._lift_unread(span, toc_files)
                 continue
-            kept: list[Block] = []
-            removed_after: set[int] = set()  # ids of kept headings that notes followed
-            for block in span.blocks:
-                if block.in_note:
-                    if kept:
-                        removed_after.add(id(kept[-1]))
-                    continue
-                if block.heading and kept and kept[-1].heading and id(kept[-1]) in removed_after:
-                    kept.pop()  # a sub-heading whose notes have all moved
-                kept.append(block)
-            while kept and kept[-1].heading and id(kept[-1]) in removed_after and len(kept) > 1:
-                kept.pop()
-            span.blocks = kept
+            span.blocks = _without(span.blocks, lambda b: b.in_note)
             if not span.has_body and span.entry is not None and not span.skip:
                 how = "read inline" if self.policy == "inline" else "read at chapter ends"
                 span.skip = f"notes ({how})"
 
     def _lift_unread(self, span, toc_files: set[str]):
+        """--notes skip: take out the notes this span refers to (and, if it refers to any, the
+        notes in files no TOC entry starts); the rest are read where they stand, as text."""
         referenced = {self._key(b, href, span) for b in span.blocks if not b.in_note for href in b.notes} - {None}
-        kept = []
+
+        def unread(block: Block) -> bool:
+            return block.in_note and block.note_key is not None and (block.note_key in referenced or (
+                bool(referenced) and getattr(block, "source_doc", None) not in toc_files))
+
+        self.footnote_chars += sum(len(b.text) for b in span.blocks if unread(b) and not b.heading)
+        span.blocks = _without(span.blocks, unread)
         for block in span.blocks:
-            if block.in_note and block.note_key is not None and (block.note_key in referenced or (
-                    referenced and getattr(block, "source_doc", None) not in toc_files)):
-                self.footnote_chars += 0 if block.heading else len(block.text)
-                continue
-            block.in_note = False  # a note read where it stands, as text (a notes section of its own)
-            kept.append(block)
-        span.blocks = kept
+            block.in_note = False  # a note read where it stands (a notes section of its own): text
 
     def place(self, span):
         read = self.read
@@ -195,6 +185,24 @@ class Notes:
             if key in self.bodies:
                 return key
         return None
+
+
+def _without(blocks: list[Block], taken) -> list[Block]:
+    """The blocks without those `taken` picks, and without the headings that only they followed
+    ("FOOTNOTES:", a sub-heading whose notes have all moved)."""
+    kept: list[Block] = []
+    removed_after: set[int] = set()  # ids of kept headings that notes followed
+    for block in blocks:
+        if taken(block):
+            if kept:
+                removed_after.add(id(kept[-1]))
+            continue
+        if block.heading and kept and kept[-1].heading and id(kept[-1]) in removed_after:
+            kept.pop()
+        kept.append(block)
+    while kept and kept[-1].heading and id(kept[-1]) in removed_after and len(kept) > 1:
+        kept.pop()
+    return kept
 
 
 def is_note(el) -> bool:
