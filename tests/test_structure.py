@@ -47,12 +47,13 @@ def test_poem_in_parts_without_toc_entries_keeps_stanzas_and_headings(tmp_path):
 
 def test_source_line_wraps_inside_cjk_text_are_not_word_breaks(tmp_path):
     body = ('<p>甄士隱夢幻識通靈，\n    賈雨村風塵懷閨秀。<span xml:lang="ja">かな\n  カナ</span>\n  中文 and\n  English'
-            " words\n  here。</p><p>第一行<br/>第二行</p><p>한국 어</p>")
+            " words\n  here。</p><p>第一行<br/>第二行</p><p>第一回 甄士隱</p><p>한국\n어</p>")
     doc = xhtml(body).replace("<html ", '<html xml:lang="zh" ')
     b = load_book(make_epub(tmp_path, {"a.xhtml": doc}, nav=[("一", "a.xhtml")]))
     (only,) = b.chapters
     assert only.paragraphs == ["甄士隱夢幻識通靈，賈雨村風塵懷閨秀。かなカナ中文 and English words here。",
-                               "第一行 第二行", "한국 어"]  # a <br> is kept; Hangul is written with spaces
+                               # a <br> and a space on one line are kept; Hangul is written with spaces
+                               "第一行 第二行", "第一回 甄士隱", "한국 어"]
     text = only.paragraphs[0]
     assert [text[a:z] for a, z, _ in only.languages[0]] == [
         "甄士隱夢幻識通靈，賈雨村風塵懷閨秀。", "かなカナ", "中文 and English words here。"]

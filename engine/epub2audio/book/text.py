@@ -23,7 +23,7 @@ that is not a note the caller names, a sidebar or a pull quote) and notes placed
 (<aside epub:type="footnote">) are not read where they stand: each becomes a Block of its own
 flagged `margin` / `aside_note`, placed after the block it stands beside, for the notes policy to
 read, move or count (book/notes.py). A poem in numbered parts (<section>/<article> inside verse)
-is read part by part, each part's heading a heading and each stanza a block. Source whitespace
+is read part by part, each part's heading a heading and each stanza a block. A source line break
 between two CJK characters is a line wrap and is removed.
 
 `read_blocks` also drops an `Anchor` marker into the block stream wherever an element with one of
@@ -106,11 +106,11 @@ SPACES = re.compile(r"[\s\x1e]+")
 # scripts written without spaces between words. Hangul is not among them: Korean spaces words.
 CJK = ("\u2e80-\u2fdf\u3000-\u303f\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
        "\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003134f")
-# Source whitespace (a hard-wrapped line, indentation) between two such characters is a line wrap,
-# not a word break; a <br> is kept. Our markers where a pronunciation or language run starts or
-# ends may sit on either side of the wrap.
+# A source line break (with the indentation around it) between two such characters is a line wrap,
+# not a word break. A space on one line ("第一回 甄士隱", a title after its number) and a <br> are
+# kept. Our markers where a pronunciation or language run starts or ends may sit on either side.
 _MARKS = "(?:[\ue001\ue005]|[\ue000\ue003][^\ue002\ue004]*[\ue002\ue004])*"
-CJK_WRAP = re.compile(f"([{CJK}]{_MARKS})[ \t\r\n]+(?={_MARKS}[{CJK}])")
+CJK_WRAP = re.compile(f"([{CJK}]{_MARKS})[ \t]*[\r\n][ \t\r\n]*(?={_MARKS}[{CJK}])")
 RAW_LINES = re.compile(r"[\n\x1e]")
 EMPTY_BRACKETS = re.compile(r"\(\s*\)|\[\s*\]")
 LINE_BREAK = "\x1e"  # a private marker: raw newlines in the source are only whitespace
@@ -559,7 +559,7 @@ class _Reader:
             return
         lines = RAW_LINES.split(raw)
         if len(lines) > 1 and any(CHAPTER_LINE.match(shown(line)) for line in lines):
-            self._emit_with_chapter_lines(lines)
+            self._emit_with_chapter_lines(re.split(f"({RAW_LINES.pattern})", raw))
             return
         self.emit(make_block(raw, heading, level=level if heading else 0))
 
@@ -625,16 +625,21 @@ class _Reader:
         for el in found:
             self.margin(el)
 
-    def _emit_with_chapter_lines(self, lines: list[str]):
+    def _emit_with_chapter_lines(self, pieces: list[str]):
+        """pieces: lines and, between them, what ended each (a source newline or a <br>), kept
+        so that clean() can tell a CJK line wrap from a break."""
         pending: list[str] = []
-        for line in lines:
-            if CHAPTER_LINE.match(shown(line)):
-                self._emit_text(" ".join(pending))
+        for index, piece in enumerate(pieces):
+            if index % 2:  # a separator
+                if pending:
+                    pending.append(piece)
+            elif CHAPTER_LINE.match(shown(piece)):
+                self._emit_text("".join(pending))
                 pending = []
-                self.emit(make_block(line, heading=True))
+                self.emit(make_block(piece, heading=True))
             else:
-                pending.append(line)
-        self._emit_text(" ".join(pending))
+                pending.append(piece)
+        self._emit_text("".join(pending))
 
     def _emit_text(self, raw: str):
         self.emit(make_block(raw))
