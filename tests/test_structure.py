@@ -223,3 +223,17 @@ def test_a_footnotes_heading_goes_with_the_footnotes(tmp_path):
     assert read["inline"].chapters[0].paragraphs == ["CHAPTER I", "Text.", "Note: The note."]
     assert read["chapter-end"].chapters[0].paragraphs == ["CHAPTER I", "Text.", "Notes for this chapter.",
                                                           "Note 1: The note."]
+
+
+def test_one_chapter_holding_chapter_markers_is_split_at_them(tmp_path):
+    # one spine file, two TOC entries; the second holds most of the book and its chapter lines
+    body = ("<h1>Vorwort</h1><p>Kurz.</p>"
+            '<div id="main"><p>Kapitel I</p><p>Erster Text, lang genug.</p><p>Kapitel II. Die Reise</p>'
+            "<p>Zweiter Text, lang genug.</p><p>Kapitel III</p><p>Dritter Text, lang genug.</p></div>")
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, nav=[("Vorwort", "a.xhtml"), ("Roman", "a.xhtml#main")]))
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [
+        ("Vorwort", ["Vorwort", "Kurz."]),
+        ("Kapitel I", ["Kapitel I", "Erster Text, lang genug."]),
+        ("Kapitel II. Die Reise", ["Kapitel II. Die Reise", "Zweiter Text, lang genug."]),
+        ("Kapitel III", ["Kapitel III", "Dritter Text, lang genug."]),
+    ]
