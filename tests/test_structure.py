@@ -237,3 +237,15 @@ def test_one_chapter_holding_chapter_markers_is_split_at_them(tmp_path):
         ("Kapitel II. Die Reise", ["Kapitel II. Die Reise", "Zweiter Text, lang genug."]),
         ("Kapitel III", ["Kapitel III", "Dritter Text, lang genug."]),
     ]
+
+
+def test_an_aside_that_is_a_box_of_content_is_read(tmp_path):
+    body = ('<p>Text.</p><aside data-type="sidebar"><p>HTMLBook sidebar.</p></aside>'
+            '<aside class="pullquote"><p>Pulled quote.</p></aside>'
+            "<aside><h3>Box title</h3><p>Box text.</p></aside>"
+            f"<aside><p>{'Long aside. ' * 60}</p></aside>"
+            "<aside><p>A gloss.</p></aside>")
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, nav=[("One", "a.xhtml")]))
+    assert b.chapters[0].paragraphs == ["Text.", "HTMLBook sidebar.", "Pulled quote.", "Box title", "Box text.",
+                                        ("Long aside. " * 60).strip()]
+    assert [(s.title, s.chars) for s in b.skipped] == [("1 margin note", len("A gloss."))]

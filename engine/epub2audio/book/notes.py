@@ -171,7 +171,8 @@ class Notes:
             parts.append(Skipped("Notes with no reference", "notes in the text flow that no reference points at",
                                  chars=self.orphan_chars, evidence="structure"))
         if self.margin_notes:
-            parts.append(Skipped(f"{self.margin_notes} margin notes", "margin notes (--notes skip)",
+            label = "margin note" if self.margin_notes == 1 else "margin notes"
+            parts.append(Skipped(f"{self.margin_notes} {label}", "margin notes (--notes skip)",
                                  chars=self.margin_chars, evidence="structure"))
         return parts
 

@@ -79,6 +79,8 @@ UNREAD_CLASSES = frozenset(
 MARGIN_TYPES = frozenset(["sidenote", "marginalia", "z3998:sidenote", "z3998:marginalia"])
 MARGIN_CLASS = re.compile(r"^(side-?note|margin-?note|marg-?note|marginalia|sidenote[-_]?(left|right)|"
                           r"(left|right)[-_]?(side)?note)s?$", re.IGNORECASE)
+# An untyped <aside> longer than this is a box of content, not a gloss in the margin.
+MARGIN_NOTE_CHARS = 600
 # An <aside> typed as one of these is content beside the text (a sidebar, a pull quote), read.
 ASIDE_CONTENT_TYPES = frozenset(["sidebar", "z3998:sidebar", "pullquote", "z3998:pullquote", "tip", "help",
                                  "warning", "important"])
@@ -473,8 +475,16 @@ def is_margin_note(el) -> bool:
     classes = el.get("class")
     if classes and any(MARGIN_CLASS.match(c) for c in classes.split()):
         return True
-    return local_name(el) == "aside" and not types & (ASIDE_NOTE_TYPES | ASIDE_CONTENT_TYPES) and not (
-        el.get("role") or "").startswith("doc-")
+    if local_name(el) != "aside" or types & (ASIDE_NOTE_TYPES | ASIDE_CONTENT_TYPES) or (
+            el.get("role") or "").startswith("doc-"):
+        return False
+    # An untyped <aside>: a gloss beside the text, unless it is a box of content (HTMLBook's
+    # data-type="sidebar", a class saying so, a heading of its own, or longer than a gloss).
+    marks = set((el.get("data-type") or "").split()) | set((el.get("class") or "").lower().split())
+    if marks & ASIDE_CONTENT_TYPES or any(local_name(d) in HEADING_TAGS or local_name(d) == "hgroup"
+                                          for d in el.iterdescendants()):
+        return False
+    return len(clean("".join(el.itertext()))) <= MARGIN_NOTE_CHARS
 
 
 def _is_marker_link(a) -> bool:
