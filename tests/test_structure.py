@@ -121,7 +121,7 @@ CANTO = (
     '<div class="poem"><div class="stanza">'
     '<span class="sidenote">The poet invokes the Muse.</span>'
     '<span>Sing, Muse, the wrath<a id="FNanchor_1" href="#Footnote_1" class="fnanchor">[1]</a></span><br/>'
-    "<span>of Achilles</span></div></div>"
+    '<span>of Achilles</span></div><p class="sidenote">Of the Muse.</p></div>'
     '<div class="sidenote-right">He begins the tale.</div>'
     '<p>Prose paragraph.<a id="FNanchor_2" href="#Footnote_2" class="fnanchor">[2]</a> '
     "<aside><p>A gloss in the margin.</p></aside>Goes on.</p>"
@@ -152,8 +152,8 @@ def test_margin_notes_and_chapter_end_footnotes_are_not_read_under_skip(tmp_path
     assert [(s.title, s.reason, s.chars, s.evidence) for s in b.skipped] == [
         ("Footnotes", "footnotes where they stand (--notes skip)",
          len("Wrath: menis.") + len("A second line.") + len("Prose note."), "structure"),
-        ("3 margin notes", "margin notes (--notes skip)",
-         len("The poet invokes the Muse.") + len("He begins the tale.") + len("A gloss in the margin."), "structure"),
+        ("4 margin notes", "margin notes (--notes skip)", len("The poet invokes the Muse.") + len("Of the Muse.")
+         + len("He begins the tale.") + len("A gloss in the margin."), "structure"),
     ]
 
 
@@ -161,10 +161,10 @@ def test_margin_notes_and_footnotes_are_read_inline_where_they_stand(tmp_path):
     b = epic(tmp_path, "inline")
     assert chapters(b) == [
         ("CANTO I", ["CANTO I", "Sing, Muse, the wrath, of Achilles", "Note: Wrath: menis. A second line.",
-                     "Note: The poet invokes the Muse.", "Prose paragraph. Goes on.", "Note: Prose note.",
-                     "Note: He begins the tale.", "Note: A gloss in the margin.", "Sidebar text.", "More.",
-                     "Note: Endnote three."],
-         ["heading", "text", "note", "note", "text", "note", "note", "note", "text", "text", "note"]),
+                     "Note: The poet invokes the Muse.", "Note: Of the Muse.", "Prose paragraph. Goes on.",
+                     "Note: Prose note.", "Note: He begins the tale.", "Note: A gloss in the margin.", "Sidebar text.",
+                     "More.", "Note: Endnote three."],
+         ["heading", "text", "note", "note", "note", "text", "note", "note", "note", "text", "text", "note"]),
         ("NOTES", ["NOTES", "Unreferenced note."], ["heading", "text"]),
     ]
     assert b.skipped == []
@@ -175,9 +175,9 @@ def test_margin_notes_and_footnotes_are_read_at_the_chapter_end(tmp_path):
     assert chapters(b)[0] == (
         "CANTO I", ["CANTO I", "Sing, Muse, the wrath, of Achilles", "Prose paragraph. Goes on.", "Sidebar text.",
                     "More.", "Notes for this chapter.", "Note 1: Wrath: menis. A second line.",
-                    "Note 2: The poet invokes the Muse.", "Note 3: Prose note.", "Note 4: He begins the tale.",
-                    "Note 5: A gloss in the margin.", "Note 6: Endnote three."],
-        ["heading", "text", "text", "text", "text", "heading"] + ["note"] * 6)
+                    "Note 2: The poet invokes the Muse.", "Note 3: Of the Muse.", "Note 4: Prose note.",
+                    "Note 5: He begins the tale.", "Note 6: A gloss in the margin.", "Note 7: Endnote three."],
+        ["heading", "text", "text", "text", "text", "heading"] + ["note"] * 7)
     assert b.skipped == []
 
 

@@ -779,14 +779,20 @@ class _Reader:
             return
         self.push_lang(el)
         for child in el:
-            if _is_stanza(child):
+            if is_aside_note(child) or (child not in self.note_elements and is_margin_note(child)):
+                self.scheduled.append((self._enter, child))  # kept apart, even a <p class="sidenote">
+            elif _is_stanza(child):
                 self.scheduled.append((self._stanza, child))
             elif _is_verse_part(child):
                 self.scheduled.append((self._verse_part, child))
             elif not is_unread(child):
                 self.scheduled.append((self._enter, child))
                 self.scheduled.append((self.flush, False))
-        self.scheduled.append((self.pop_lang, None))
+        self.scheduled.append((self._end_line_group, None))
+
+    def _end_line_group(self, _):
+        self.pop_lang()
+        self.place_margins()  # a margin note beside the verse stays with it
 
     def _verse_part(self, el):
         """A part of a poem: entered like any element (anchor, notes, language), read as verse."""
