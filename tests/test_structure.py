@@ -249,3 +249,18 @@ def test_an_aside_that_is_a_box_of_content_is_read(tmp_path):
     assert b.chapters[0].paragraphs == ["Text.", "HTMLBook sidebar.", "Pulled quote.", "Box title", "Box text.",
                                         ("Long aside. " * 60).strip()]
     assert [(s.title, s.chars) for s in b.skipped] == [("1 margin note", len("A gloss."))]
+
+
+def test_notes_whose_reference_is_not_read_are_counted(tmp_path):
+    docs = {"legal.xhtml": xhtml('<section epub:type="copyright-page"><p>Rights<a epub:type="noteref" '
+                                 'href="notes.xhtml#n1">1</a>.</p></section>'),
+            "ch.xhtml": xhtml('<h2>One</h2><p>Text<a epub:type="noteref" href="notes.xhtml#n2">2</a>.</p>'),
+            "notes.xhtml": xhtml('<section epub:type="endnotes"><h2>Notes</h2><ol>'
+                                 '<li id="n1" epub:type="endnote"><p>Legal note.</p></li>'
+                                 '<li id="n2" epub:type="endnote"><p>Story note.</p></li></ol></section>')}
+    nav = [("Copyright", "legal.xhtml"), ("One", "ch.xhtml"), ("Notes", "notes.xhtml")]
+    b = load_book(make_epub(tmp_path, docs, nav=nav), notes="inline")
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [("One", ["One", "Text.", "Note: Story note."])]
+    assert [(s.title, s.reason, s.chars) for s in b.skipped] == [
+        ("Copyright", "copyright page (epub:type)", 0), ("Notes", "notes (read inline)", 0),
+        ("Notes not placed", "notes whose reference is not read", len("Legal note."))]

@@ -41,6 +41,7 @@ class Notes:
         self.margin_notes = 0  # under "skip": margin notes not read, and their characters
         self.margin_chars = 0
         self.orphan_chars = 0  # notes in the flow that no reference points at: read under no policy
+        self.lifted: dict[str, int] = {}  # inline / chapter-end: note key → characters taken out of the text
 
     def find(self, spine: list[str]):
         """Every note that a reference in the linear spine points at, and its body elements."""
@@ -101,6 +102,9 @@ class Notes:
             if self.policy == "skip":
                 self._lift_unread(span, toc_files)
                 continue
+            for block in span.blocks:
+                if block.in_note and not block.heading and block.note_key:
+                    self.lifted[block.note_key] = self.lifted.get(block.note_key, 0) + len(block.text)
             span.blocks = _without(span.blocks, lambda b: b.in_note)
             if not span.has_body and span.entry is not None and not span.skip:
                 how = "read inline" if self.policy == "inline" else "read at chapter ends"
@@ -170,6 +174,10 @@ class Notes:
         if self.orphan_chars:
             parts.append(Skipped("Notes with no reference", "notes in the text flow that no reference points at",
                                  chars=self.orphan_chars, evidence="structure"))
+        unplaced = sum(chars for key, chars in self.lifted.items() if key not in self.read)
+        if unplaced:  # taken out where they live, but their reference is in no chapter that is read
+            parts.append(Skipped("Notes not placed", "notes whose reference is not read", chars=unplaced,
+                                 evidence="structure"))
         if self.margin_notes:
             label = "margin note" if self.margin_notes == 1 else "margin notes"
             parts.append(Skipped(f"{self.margin_notes} {label}", "margin notes (--notes skip)",
