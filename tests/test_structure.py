@@ -264,3 +264,20 @@ def test_notes_whose_reference_is_not_read_are_counted(tmp_path):
     assert [(s.title, s.reason, s.chars) for s in b.skipped] == [
         ("Copyright", "copyright page (epub:type)", 0), ("Notes", "notes (read inline)", 0),
         ("Notes not placed", "notes whose reference is not read", len("Legal note."))]
+
+
+def test_parts_of_a_poem_in_an_article_inside_a_chapter_section(tmp_path):
+    # Standard Ebooks' markup for a poem in parts inside a cluster ("By Blue Ontario's Shore")
+    body = ('<section id="shore" epub:type="chapter"><h2 epub:type="title">By Blue Ontario’s Shore</h2>'
+            '<article id="shore-article" epub:type="z3998:poem">'
+            '<section id="shore-1" epub:type="part"><h3 epub:type="z3998:ordinal">1</h3>'
+            "<p><span>By blue Ontario’s shore,</span><br/><span>As I mused</span></p></section>"
+            '<section id="shore-2" epub:type="part"><h3 epub:type="z3998:ordinal">2</h3>'
+            "<p><span>A Phantom gigantic</span></p><p><span>Chant me the poem</span></p></section></article></section>")
+    nav = [("By Blue Ontario’s Shore", "s.xhtml", [("1", "s.xhtml#shore-1"), ("2", "s.xhtml#shore-2")])]
+    b = load_book(make_epub(tmp_path, {"s.xhtml": xhtml(body)}, nav=nav))
+    assert [(c.title, c.paragraphs) for c in b.chapters] == [
+        ("By Blue Ontario’s Shore", ["By Blue Ontario’s Shore"]),
+        ("1", ["1", "By blue Ontario’s shore, As I mused"]),
+        ("2", ["2", "A Phantom gigantic", "Chant me the poem"]),
+    ]
