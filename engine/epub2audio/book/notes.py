@@ -100,7 +100,8 @@ class Notes:
             if not any(b.in_note for b in span.blocks):
                 continue
             if self.policy == "skip":
-                self._lift_unread(span, toc_files)
+                if not span.skip:  # a part skipped whole is accounted as a whole
+                    self._lift_unread(span, toc_files)
                 continue
             for block in span.blocks:
                 if block.in_note and not block.heading and block.note_key:
