@@ -281,3 +281,12 @@ def test_parts_of_a_poem_in_an_article_inside_a_chapter_section(tmp_path):
         ("1", ["1", "By blue Ontario’s shore, As I mused"]),
         ("2", ["2", "A Phantom gigantic", "Chant me the poem"]),
     ]
+
+
+def test_a_long_text_with_nothing_to_cut_at_is_cut_into_parts(tmp_path):
+    paragraph = "Word " * 2000  # 10,000 characters
+    body = "".join(f"<p>{n} {paragraph}</p>" for n in range(25))  # 250,000 characters: three parts
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body, title="Long")}, ncx=[]))
+    assert [c.title for c in b.chapters] == ["Long (1)", "Long (2)", "Long (3)"]
+    assert [len(c.paragraphs) for c in b.chapters] == [9, 8, 8]
+    assert [c.paragraphs[0].split()[0] for c in b.chapters] == ["0", "9", "17"]

@@ -56,7 +56,8 @@ book title) unless it is front matter.
   into the Gutenberg licence; one chapter over three or more spine files; or one chapter holding
   most of the book and several chapter markers), chapters are cut where the text starts them:
   at chapter markers ("第N回", "Chapter IV"), else at runs of h1-h3 headings, else at spine files
-  (book/splitting.py).
+  (book/splitting.py); a piece still over about two hours with nothing to cut at is cut into
+  near-equal parts at paragraph ends.
 """
 
 from __future__ import annotations

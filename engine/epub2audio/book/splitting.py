@@ -11,7 +11,9 @@ order of evidence:
    "Capítulo", "Capitolo" and the like (a heading run just before a marker goes with it);
 2. else at every run of headings whose first is an h1-h3 (or a "Chapter N" line of its own in
    plain-text paragraphs); with only h4-h6 headings, at those;
-3. else at spine files, each titled by its first heading or <title>.
+3. else at spine files, each titled by its first heading or <title>;
+4. and a piece still longer than about two hours of speech (LONG_PIECE characters), with nothing
+   in it to cut at, is cut into near-equal parts at paragraph ends: "Title (1)", "Title (2)", ...
 
 Every piece is titled by the marker or heading that starts it; text before the first keeps the
 title it had. A guess from text (the markers) is bounded: a paragraph counts only if it is short
@@ -30,6 +32,7 @@ MANY_FILES = 3
 # Share of the book's text above which one chapter holding chapter markers is the book.
 MOST_OF_BOOK = 0.5
 MARKERS_NEEDED = 2
+LONG_PIECE = 100_000  # characters; a voice reads about 50,000 an hour
 MARKER_PARAGRAPH = 60  # characters: a paragraph longer than this is prose, not a chapter line
 CJK_MARKER = re.compile(r"^第[一二三四五六七八九十百千〇零两0-9０-９]+[回章卷話话](?=$|[\s\u3000:：、.．，,])")
 WORD_MARKER = re.compile(
@@ -85,8 +88,25 @@ def split_without_toc(titled: list[tuple[str, Span]], doc_titles: dict[str, str]
         starts = _file_starts(doc_titles)
     result: list[tuple[str, Span]] = []
     for title, span in titled:
-        result.extend(_cut(title, span, starts(span.blocks, title)))
+        for piece_title, piece in _cut(title, span, starts(span.blocks, title)):
+            result.extend(_cut(piece_title, piece, _length_starts(piece.blocks, piece_title)))
     return result
+
+
+def _length_starts(blocks: list[Block], title: str) -> dict[int, str]:
+    """Cuts into near-equal parts of at most about LONG_PIECE characters, at paragraph ends."""
+    total = sum(len(b.text) for b in blocks)
+    parts = -(-total // LONG_PIECE)
+    if parts < 2:
+        return {}
+    size = total / parts
+    starts: dict[int, str] = {0: f"{title} (1)"}
+    done = 0
+    for index, block in enumerate(blocks):
+        if done >= size * len(starts) and index > 0 and not blocks[index - 1].heading:
+            starts[index] = f"{title} ({len(starts) + 1})"
+        done += len(block.text)
+    return starts
 
 
 def _cut(title: str, span: Span, starts: dict[int, str]) -> list[tuple[str, Span]]:
