@@ -2,12 +2,13 @@
 they live, and read them inline or at the chapter's end. See epub.py's docstring for the policies.
 
 Under "skip" a note body is taken out of the text only on structural evidence that it is a note
-(an epub:type / role / <aside> note, or a link in it back to the reference, as Gutenberg's
-"[1]" footnotes have) and only where it sits in the chapter that refers to it (a notes block at
-the chapter's end), or in a file no TOC entry starts that a referring chapter runs on into (a
-notes file); a notes section that is a chapter of its own is read as it is. Margin notes (text.is_margin_note) are not read under
-"skip", read as "Note: …" where they stand under "inline", and at the chapter's end under
-"chapter-end". What is not read is accounted in `skipped()`, one entry per rule.
+(an epub:type / role / <aside> note, or a link in it back to the reference, as Gutenberg's "[1]"
+footnotes have) and only where it sits in the chapter that refers to it (a notes block at the
+chapter's end), or in a file no TOC entry starts that a referring chapter runs on into (a notes
+file); a notes section that is a chapter of its own is read as it is. Margin notes
+(text.is_margin_note) are not read under "skip", read as "Note: …" where they stand under
+"inline", and at the chapter's end under "chapter-end". What is not read is accounted in
+`skipped()`, one entry per rule.
 """
 
 from __future__ import annotations

@@ -70,7 +70,8 @@ def toc_is_usable(titled: list[tuple[str, Span]]) -> bool:
         return False
     total = sum(_chars(span) for _, span in titled)
     for _, span in titled:
-        if total and _chars(span) >= MOST_OF_BOOK * total and sum(map(is_chapter_marker, span.blocks)) >= MARKERS_NEEDED:
+        markers = sum(map(is_chapter_marker, span.blocks))
+        if total and _chars(span) >= MOST_OF_BOOK * total and markers >= MARKERS_NEEDED:
             return False
     return True
 

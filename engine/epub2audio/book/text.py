@@ -136,7 +136,8 @@ class Block:
     # A note placed in the flow (<aside epub:type="footnote">): never read where it stands; kept
     # apart so that what is not read at all can be counted.
     aside_note: bool = field(default=False, compare=False)
-    level: int = field(default=0, compare=False)  # a heading's rank: 1-6 for h1-h6 (an hgroup: its highest), 0 for a chapter line
+    # A heading's rank: 1-6 for h1-h6 (an hgroup: its highest), 0 for a chapter line.
+    level: int = field(default=0, compare=False)
 
 
 def make_block(raw: str, heading: bool = False, **kw) -> Block:
