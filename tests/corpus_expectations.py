@@ -303,6 +303,8 @@ BOOKS = {
         ],
         "skipped": [
             ('ENCYCLOPAEDIA BRITANNICA', 'non-linear spine item'),
+            ('Footnotes', 'footnotes where they stand (--notes skip)'),  # chapter-end notes, not read
+            ('Notes with no reference', 'notes in the text flow that no reference points at'),  # asides
         ],
     },
     'childrens-literature-unlinked-toc-long-section-epub3.epub': {
@@ -354,6 +356,7 @@ BOOKS = {
         "skipped": [
             ('THE CONTENTS', 'table of contents (nav document)'),
             ("Children's Literature", 'cover (cover image page)'),
+            ('Notes with no reference', 'notes in the text flow that no reference points at'),  # asides
         ],
     },
     'hamlet-drama-tables-se-epub3.epub': {
@@ -474,6 +477,7 @@ BOOKS = {
             ('VINGT MILLE LIEUES SOUS LES MERS', "title page (the book's title)"),
             ('TABLE DES MATIÈRES.', 'table of contents (guide)'),
             ('Au lecteur.', "transcriber's note (text)"),
+            ('Footnotes', 'footnotes where they stand (--notes skip)'),  # chapter-end notes, not read
         ],
     },
     'alice-under-ground-facsimile-images-epub2-ncx.epub': {
@@ -547,6 +551,7 @@ BOOKS = {
         "skipped": [
             ('Couverture', 'cover (epub:type)'),
             ('Page de titre', 'title page (epub:type)'),
+            ('Footnotes', 'footnotes where they stand (--notes skip)'),  # chapter-end notes, not read
         ],
     },
     'laozi-daodejing-zh-epub2-ncx.epub': {

@@ -425,25 +425,6 @@ class Cutter:
                 self.skipped.append(Skipped(span.entry.title, reason, 0, "empty"))
         return titled
 
-    @staticmethod
-    def chapters_from_headings(titled: list[tuple[str, Span]]) -> list[tuple[str, Span]]:
-        """The TOC gave nothing usable: start a chapter at every run of headings."""
-        result = []
-        for title, span in titled:
-            current = Span(None, sources=span.sources)
-            previous_heading = False
-            for block in span.blocks:
-                if block.heading and not previous_heading and current.blocks:
-                    result.append((title, current))
-                    current = Span(None, sources=span.sources)
-                if block.heading and not previous_heading:
-                    title = block.text
-                current.blocks.append(block)
-                previous_heading = block.heading
-            if current.blocks:
-                result.append((title, current))
-        return result
-
 
 def to_chapter(title: str, span: Span) -> Chapter:
     blocks = span.blocks

@@ -40,9 +40,19 @@ book title) unless it is front matter.
   symbol); the note is the element the link points at, widened to the enclosing footnote /
   endnote / rearnote / note / aside (or doc-footnote, doc-endnote), or, when the target is an
   empty anchor (Gutenberg), the text-bearing paragraphs that follow it up to the next anchor.
-  - "skip" (default): markers are never read, inline <aside> notes are not read, and notes that
-    live in their own section (The Waste Land's NOTES, Herodotus's "NOTES TO BOOK N") stay where
-    they are, as chapters: they are part of the book.
+  - "skip" (default): markers are never read, inline <aside> notes are not read, nor are notes
+    that sit in the chapter that refers to them (Gutenberg's "[1]" footnotes gathered at the
+    chapter's end, or in a notes file no TOC entry names) when the markup says they are notes
+    (note epub:type / role / <aside>, or a label linking back to the reference); notes that live
+    in their own section (The Waste Land's NOTES, Herodotus's "NOTES TO BOOK N") stay where they
+    are, as chapters: they are part of the book. What is not read is listed under "Skipped"
+    with its size ("Footnotes", "N margin notes").
+  - A link to an earlier place (a note's label pointing back at its reference) is not a note
+    reference, under any policy.
+  - Margin notes (epub:type sidenote / marginalia, class "sidenote", "marginnote", ..., an
+    <aside> that no reference points at and that is not a sidebar) follow the policy too: not
+    read under "skip", "Note: …" after the paragraph they stand beside under "inline", at the
+    chapter's end under "chapter-end".
   - "inline": each note is read once, as "Note: …", right after the paragraph (or stanza) that
     first references it, and is no longer read where it lives. A notes section left with
     nothing but headings is skipped ("notes (read inline)"); a sub-heading whose notes all moved
@@ -52,10 +62,12 @@ book title) unless it is front matter.
 * Scene breaks, headings and ssml:ph pronunciations are carried to `Chapter.breaks`,
   `Chapter.kinds` and `Chapter.pronunciations`; `Book.pronunciation_lexicon` holds the entries
   of the book's PLS lexicons (manifest items of type application/pls+xml).
-* Fallback: when the TOC yields no chapter at all (missing, or, as in some Gutenberg books, every
-  entry points into the licence), chapters are cut at headings instead: each run of headings
-  (h1–h6, or a "第N章" / "Chapter N" line of its own in plain-text paragraphs) starts a chapter
-  titled by that heading.
+* Fallback: when the TOC is not usable (it yields no chapter at all, as when every entry points
+  into the Gutenberg licence; one chapter over three or more spine files; or one chapter holding
+  most of the book and several chapter markers), chapters are cut where the text starts them:
+  at chapter markers ("第N回", "Chapter IV"), else at runs of h1-h3 headings, else at spine files
+  (book/splitting.py); a piece still over about two hours with nothing to cut at is cut into
+  near-equal parts at paragraph ends.
 """
 
 from __future__ import annotations
@@ -77,6 +89,7 @@ from . import skips
 from .model import Book, Skipped
 from .notes import NOTE_POLICIES, NOTES_HEADING, Notes  # noqa: F401 (NOTES_HEADING: part of this module's API)
 from .package import PackageError, PartUnreadable, read_package
+from .splitting import split_without_toc, toc_is_usable
 from .text import Anchor, Block, Content, find_body, local_name, parse_document, parse_xhtml, read_blocks
 from .toc import TocEntry, flatten, landmarks, read_toc, resolve
 
@@ -184,14 +197,13 @@ class _Loader:
         for entry in flatten(self.raw_toc):
             if entry.doc:
                 self.titles_by_doc.setdefault(entry.doc, entry.title)
-        self.notes = Notes(notes, self._root) if notes != "skip" else None
+        self.notes = Notes(notes, self._root)
 
     def load(self) -> Book:
         spine = self._linear_spine()
         entries = self._toc(set(spine))
         self.docs: dict[str, DocInfo] = {}
-        if self.notes:
-            self.notes.find(spine)
+        self.notes.find(spine)
         cutter = Cutter(self.title, self.docs, self.landmarks, "landmarks" if self.nav_item else "guide",
                         self.cover_images, self.skipped, self.keep_front_matter, self.warnings,
                         self.meta.authors())
@@ -199,13 +211,12 @@ class _Loader:
         stream = drop_repeated(stream, self.skipped)
         stream = cutter.trim_gutenberg(stream)
         spans = cutter.spans(stream, [e for e in entries if e.doc])
-        if self.notes:
-            self.notes.lift(spans)
+        self.notes.lift(spans)
         titled = cutter.chapters(spans)
-        if not any(span.entry is not None for _, span in titled):
-            titled = cutter.chapters_from_headings(titled)
-        if self.notes:
-            titled = [(title, self.notes.place(span)) for title, span in titled]
+        if not toc_is_usable(titled):
+            titled = split_without_toc(titled, {name: info.title for name, info in self.docs.items()})
+        titled = [(title, self.notes.place(span)) for title, span in titled]
+        self.skipped.extend(self.notes.skipped())
         cover_docs = [n for n in spine if "cover" in self.docs[n].types] + [
             d for (d, _), types in self.landmarks.items() if "cover" in types and d in self.docs
         ] + self.nonlinear_docs
@@ -340,11 +351,10 @@ class _Loader:
             anchors = {e.fragment for e in doc_entries if e.fragment}
             content = Content(self.meta.first("language") or None, self.image_alt,
                               lambda src, doc=name: resolve(doc, src)[0] in self.cover_images)
-            items = read_blocks(root, anchors, self.notes.elements.get(name, frozenset()) if self.notes else frozenset(),
-                                content)
+            items = read_blocks(root, anchors, self.notes.elements.get(name, frozenset()), content)
             self.warnings.extend(_unread_warning(name, kind, count) for kind, count in content.unread.items())
             for it in items:
-                if isinstance(it, Block) and it.notes:
+                if isinstance(it, Block):  # the file a block is read from: for notes and for splitting
                     it.source_doc = name
             self.docs[name] = doc_info(root, name, anchors, items)
             stream.append(DocStart(name))

@@ -18,6 +18,14 @@ come out as `Block.phonemes`: (start, end, ipa) spans over the block's text. Lan
 as `Block.langs`: (start, end, tag) spans over the text whose language is known, so the caller can
 tell a Latin epigraph from the English around it.
 
+Margin notes (epub:type sidenote / marginalia, class "sidenote", "marginnote", ..., an <aside>
+that is not a note the caller names, a sidebar or a pull quote) and notes placed in the flow
+(<aside epub:type="footnote">) are not read where they stand: each becomes a Block of its own
+flagged `margin` / `aside_note`, placed after the block it stands beside, for the notes policy to
+read, move or count (book/notes.py). A poem in numbered parts (<section>/<article> inside verse)
+is read part by part, each part's heading a heading and each stanza a block. A source line break
+between two CJK characters is a line wrap and is removed.
+
 `read_blocks` also drops an `Anchor` marker into the block stream wherever an element with one of
 the requested ids starts, so the caller can cut a document into chapters at TOC #fragments.
 """
@@ -76,6 +84,15 @@ UNREAD_CLASSES = frozenset(
     ["pagenum", "pageno", "page-number", "x-ebookmaker-pageno", "lnum", "linenum", "linenumber",
      "line-number", "pgheader", "pgfooter"]
 )
+# Margin notes: glosses printed beside the text, with no reference in it. They follow --notes.
+MARGIN_TYPES = frozenset(["sidenote", "marginalia", "z3998:sidenote", "z3998:marginalia"])
+MARGIN_CLASS = re.compile(r"^(side-?note|margin-?note|marg-?note|marginalia|sidenote[-_]?(left|right)|"
+                          r"(left|right)[-_]?(side)?note)s?$", re.IGNORECASE)
+# An untyped <aside> longer than this is a box of content, not a gloss in the margin.
+MARGIN_NOTE_CHARS = 600
+# An <aside> typed as one of these is content beside the text (a sidebar, a pull quote), read.
+ASIDE_CONTENT_TYPES = frozenset(["sidebar", "z3998:sidebar", "pullquote", "z3998:pullquote", "tip", "help",
+                                 "warning", "important"])
 VERSE_TYPES = frozenset(["z3998:verse", "z3998:poem", "z3998:song", "z3998:lyrics", "z3998:hymn"])
 VERSE_CLASSES = frozenset(["poem", "poetry", "verse", "stanza", "linegroup", "lg"])
 STANZA_CLASSES = frozenset(["stanza", "linegroup", "lg"])
@@ -96,6 +113,15 @@ CHAPTER_LINE = re.compile(
 # Indic words are spelled.
 INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff\u180e]")
 SPACES = re.compile(r"[\s\x1e]+")
+# Han, Hiragana, Katakana, CJK punctuation (the ideographic space included) and fullwidth forms:
+# scripts written without spaces between words. Hangul is not among them: Korean spaces words.
+CJK = ("\u2e80-\u2fdf\u3000-\u303f\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+       "\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003134f")
+# A source line break (with the indentation around it) between two such characters is a line wrap,
+# not a word break. A space on one line ("第一回 甄士隱", a title after its number) and a <br> are
+# kept. Our markers where a pronunciation or language run starts or ends may sit on either side.
+_MARKS = "(?:[\ue001\ue005]|[\ue000\ue003][^\ue002\ue004]*[\ue002\ue004])*"
+CJK_WRAP = re.compile(f"([{CJK}]{_MARKS})[ \t]*[\r\n][ \t\r\n]*(?={_MARKS}[{CJK}])")
 RAW_LINES = re.compile(r"[\n\x1e]")
 EMPTY_BRACKETS = re.compile(r"\(\s*\)|\[\s*\]")
 LINK_HOLE = "\ue011"  # a private marker: where a link's text was, in Block.skeleton
@@ -122,6 +148,14 @@ class Block:
     # A block's own words with each link's text as LINK_HOLE (blocks with links): "Next topic: \ue011"
     # repeats across files where the link texts differ (boilerplate.py).
     skeleton: str = ""
+
+    note_key: str | None = field(default=None, compare=False)  # in_note: which note ("file#id") it is part of
+    margin: bool = field(default=False, compare=False)  # a margin note (kept apart, for the notes policy)
+    # A note placed in the flow (<aside epub:type="footnote">): never read where it stands; kept
+    # apart so that what is not read at all can be counted.
+    aside_note: bool = field(default=False, compare=False)
+    # A heading's rank: 1-6 for h1-h6 (an hgroup: its highest), 0 for a chapter line.
+    level: int = field(default=0, compare=False)
 
 
 @dataclass
@@ -355,6 +389,7 @@ def clean(text: str) -> str:
     """Normalise whitespace and drop invisible characters."""
     text = INVISIBLE.sub("", text)
     text = EMPTY_BRACKETS.sub("", text)
+    text = CJK_WRAP.sub(r"\1", text)
     return SPACES.sub(" ", text).strip()
 
 
@@ -369,6 +404,7 @@ def read_blocks(root, anchors: set[str] | frozenset[str] = frozenset(),
     reader.lang = [inherited_lang(parent) if parent is not None else None]
     reader.walk(body)
     reader.flush()
+    reader.place_margins()
     return reader.out
 
 
@@ -385,7 +421,7 @@ def paragraphs(data: bytes | str, start: str | None = None, end: str | None = No
                 inside = True
             elif item.id == end:
                 break
-        elif inside:
+        elif inside and not (item.margin or item.aside_note):  # kept apart for the notes policy
             result.append(item.text)
     return result
 
@@ -434,6 +470,11 @@ def ssml_phonemes(el) -> str | None:
     return ph  # no alphabet given: EPUB content docs use IPA in practice
 
 
+def is_aside_note(el) -> bool:
+    """A note placed in the text flow (<aside epub:type="footnote">), not hidden."""
+    return local_name(el) == "aside" and bool(epub_types(el) & ASIDE_NOTE_TYPES) and not is_hidden(el)
+
+
 def is_hidden(el) -> bool:
     """Hidden by the markup: `hidden`, aria-hidden, an inline display:none."""
     if el.get("hidden") is not None or el.get("aria-hidden") == "true":
@@ -457,6 +498,27 @@ def is_unread(el) -> bool:
     if classes and UNREAD_CLASSES.intersection(classes.split()):
         return True
     return tag == "a" and _is_marker_link(el)
+
+
+def is_margin_note(el) -> bool:
+    """A margin note by its epub:type or class, or an <aside> that no note reference points at
+    (the caller passes those as note elements) and that is not a sidebar or pull quote."""
+    types = epub_types(el)
+    if types & MARGIN_TYPES:
+        return True
+    classes = el.get("class")
+    if classes and any(MARGIN_CLASS.match(c) for c in classes.split()):
+        return True
+    if local_name(el) != "aside" or types & (ASIDE_NOTE_TYPES | ASIDE_CONTENT_TYPES) or (
+            el.get("role") or "").startswith("doc-"):
+        return False
+    # An untyped <aside>: a gloss beside the text, unless it is a box of content (HTMLBook's
+    # data-type="sidebar", a class saying so, a heading of its own, or longer than a gloss).
+    marks = set((el.get("data-type") or "").split()) | set((el.get("class") or "").lower().split())
+    if marks & ASIDE_CONTENT_TYPES or any(local_name(d) in HEADING_TAGS or local_name(d) == "hgroup"
+                                          for d in el.iterdescendants()):
+        return False
+    return len(clean("".join(el.itertext()))) <= MARGIN_NOTE_CHARS
 
 
 def _is_marker_link(a) -> bool:
@@ -511,6 +573,7 @@ class _Reader:
         self.pending_notes: list[str] = []  # picture notes, read after the block that holds them
         self.note_elements = note_elements
         self.in_note = 0
+        self.note_keys: list = []  # keys of the notes being read, innermost last
         self.in_inscription = 0
         self.block_notes: list[str] = []  # noterefs seen in the block being built
         self.pending_break = False
@@ -523,6 +586,7 @@ class _Reader:
         self.text_chars = 0  # characters of it that came from anything else
         self.in_link = 0
         self.scheduled: list[tuple] = []  # steps _enter leaves for the element's children and end
+        self.margins: list[Block] = []  # margin notes met, placed after the block they stand beside
 
     def add(self, text: str | None):
         if not text:
@@ -536,7 +600,7 @@ class _Reader:
                 self.text_chars += len(text)
         self.skeleton.append(LINK_HOLE if self.in_link and not text.isspace() else text)
 
-    def flush(self, heading: bool = False):
+    def flush(self, heading: bool = False, level: int = 0):
         raw = self._marked_text()
         nav_only = self.link_chars and not self.text_chars
         skeleton = re.sub(f"{LINK_HOLE}+", LINK_HOLE, shown("".join(self.skeleton))) if self.link_chars else ""
@@ -546,10 +610,10 @@ class _Reader:
             return
         lines = RAW_LINES.split(raw)
         if len(lines) > 1 and any(CHAPTER_LINE.match(shown(line)) for line in lines):
-            self._emit_with_chapter_lines(lines)
+            self._emit_with_chapter_lines(re.split(f"({RAW_LINES.pattern})", raw))
             self._emit_picture_notes()
             return
-        block = make_block(raw, heading)
+        block = make_block(raw, heading, level=level if heading else 0)
         block.skeleton = skeleton
         self.emit(block)
         self._emit_picture_notes()
@@ -594,21 +658,49 @@ class _Reader:
             return
         block.notes, self.block_notes = self.block_notes, []
         block.in_note = self.in_note > 0
+        block.note_key = self.note_keys[-1] if self.note_keys else None
         block.inscription = self.in_inscription > 0
         block.break_before, self.pending_break = self.pending_break, False
         block.furniture = block.furniture or self.in_furniture > 0
         self.out.append(block)
+        self.place_margins()
 
-    def _emit_with_chapter_lines(self, lines: list[str]):
+    def margin(self, el):
+        """A margin note, or a note placed in the flow: kept apart, placed after the block it
+        stands beside, for the notes policy to read, move or count."""
+        block = make_block(lang_marked(" ".join(inline_lines(el, self.content.language)), self.lang[-1]))
+        block.inscription = self.in_inscription > 0
+        if is_aside_note(el):
+            block.aside_note = True
+            block.note_key = self.note_elements.get(el) if isinstance(self.note_elements, dict) else None
+        else:
+            block.margin = True
+        self.margins.append(block)
+
+    def place_margins(self):
+        self.out.extend(b for b in self.margins if b.text)
+        self.margins = []
+
+    def _verse_margins(self, found: list):
+        """Margin notes that inline_lines set aside inside a stanza or a table row."""
+        for el in found:
+            self.margin(el)
+
+    def _emit_with_chapter_lines(self, pieces: list[str]):
+        """pieces: lines and, between them, what ended each (a source newline or a <br>), kept
+        so that clean() can tell a CJK line wrap from a break."""
         pending: list[str] = []
-        for line in lines:
-            if CHAPTER_LINE.match(shown(line)):
-                self._emit_text(" ".join(pending))
+        for index, piece in enumerate(pieces):
+            if index % 2:  # a separator
+                if pending:
+                    pending.append(piece)
+            elif CHAPTER_LINE.match(shown(piece)):
+                self._emit_text("".join(pending))
                 pending = []
-                self.emit(make_block(line, heading=True))
+                self.emit(make_block(piece, heading=True))
             else:
-                pending.append(line)
-        self._emit_text(" ".join(pending))
+                pending.append(piece)
+        self._emit_text("".join(pending))
 
     def _emit_text(self, raw: str):
         self.emit(make_block(raw))
@@ -617,6 +709,7 @@ class _Reader:
         el_id = el.get("id")
         if el_id and el_id in self.anchors:
             self.flush()
+            self.place_margins()
             self.out.append(Anchor(el_id))
 
     def walk(self, root):
@@ -652,7 +745,13 @@ class _Reader:
             if chosen is not None:
                 self._enter(chosen)
             return
+        if is_aside_note(el):
+            self.margin(el)
+            return
         if is_unread(el):
+            return
+        if el not in self.note_elements and is_margin_note(el):
+            self.margin(el)
             return
         if is_scene_break(el):
             self.flush()
@@ -661,6 +760,7 @@ class _Reader:
         if el in self.note_elements:
             self.flush()
             self.in_note += 1
+            self.note_keys.append(self.note_elements.get(el) if isinstance(self.note_elements, dict) else None)
             self._open(el)
             self.scheduled.append((self._end_note, None))
             return
@@ -751,6 +851,7 @@ class _Reader:
     def _end_note(self, _):
         self.flush()
         self.in_note -= 1
+        self.note_keys.pop()
 
     def _end_furniture(self, _):
         self.flush()
@@ -766,14 +867,17 @@ class _Reader:
         if tag == "tr":
             self.flush()
             self._note_refs(el)
-            self.add(lang_marked(row_text(el, self.content.language), self.lang[-1]))
+            found: list = []
+            self.add(lang_marked(row_text(el, self.content.language, found), self.lang[-1]))
+            self._verse_margins(found)
             self.flush()
             return
         if tag == "hgroup":
             self.flush()
             self._note_refs(el)
             self.add(lang_marked(heading_group_text(el, self.content.language), self.lang[-1]))
-            self.flush(heading=True)
+            ranks = [int(local_name(c)[1]) for c in el.iter() if local_name(c) in HEADING_TAGS]
+            self.flush(heading=True, level=min(ranks, default=0))
             return
         if _is_verse(el) or tag == "pre":
             self.flush()
@@ -804,30 +908,53 @@ class _Reader:
         self.in_link -= link
         self.pop_lang()
         if block_tag:
-            self.flush(heading=block_tag in HEADING_TAGS)
+            heading = block_tag in HEADING_TAGS
+            self.flush(heading=heading, level=int(block_tag[1]) if heading else 0)
 
     def add_line_group(self, el):
-        """Verse: each stanza (or the whole group if it has no stanzas) becomes one block."""
-        stanzas = [c for c in el if _is_stanza(c)]
+        """Verse: each stanza (or the whole group if it has no stanzas) becomes one block. A poem
+        in numbered parts (<section>s inside the poem, which the TOC may point at) is read part
+        by part: each part's heading is a heading and its stanzas keep their own blocks."""
+        stanzas = [c for c in el if _is_stanza(c) or _is_verse_part(c)]
         if not stanzas:
             self._note_refs(el)
-            lines = inline_lines(el, self.content.language)  # marks el's own language
+            found: list = []
+            lines = inline_lines(el, self.content.language, found)  # marks el's own language
+            self._verse_margins(found)
             if lines:
                 self.emit(make_block(lang_marked(join_verse_lines(lines), self.lang[-1]), verse=True))
             return
         self.push_lang(el)
         for child in el:
-            if _is_stanza(child):
+            if is_aside_note(child) or (child not in self.note_elements and is_margin_note(child)):
+                self.scheduled.append((self._enter, child))  # kept apart, even a <p class="sidenote">
+            elif _is_stanza(child):
                 self.scheduled.append((self._stanza, child))
+            elif _is_verse_part(child):
+                self.scheduled.append((self._verse_part, child))
             elif not is_unread(child):
                 self.scheduled.append((self._enter, child))
                 self.scheduled.append((self.flush, False))
-        self.scheduled.append((self.pop_lang, None))
+        self.scheduled.append((self._end_line_group, None))
+
+    def _end_line_group(self, _):
+        self.pop_lang()
+        self.place_margins()  # a margin note beside the verse stays with it
+
+    def _verse_part(self, el):
+        """A part of a poem: entered like any element (anchor, notes, language), read as verse."""
+        if is_noteref(el) or is_unread(el) or el in self.note_elements or is_inscription(el):
+            self._enter(el)
+            return
+        self.mark_anchor(el)
+        self.add_line_group(el)
 
     def _stanza(self, el):
         self.mark_anchor(el)
         self._note_refs(el)
-        lines = inline_lines(el, self.content.language)
+        found: list = []
+        lines = inline_lines(el, self.content.language, found)
+        self._verse_margins(found)
         if lines:
             self.emit(make_block(lang_marked(join_verse_lines(lines), self.lang[-1]), verse=True))
 
@@ -871,6 +998,11 @@ def _caption_beside(el) -> str:
     return ""
 
 
+def _is_verse_part(el) -> bool:
+    """A <section> or <article> inside verse: a numbered part of a poem, or a poem of a cycle."""
+    return local_name(el) in ("section", "article")
+
+
 def _is_stanza(el) -> bool:
     tag = local_name(el)
     if tag == "p":
@@ -879,20 +1011,25 @@ def _is_stanza(el) -> bool:
     return bool(classes and STANZA_CLASSES.intersection(classes.split()))
 
 
-def inline_text(el, language: str | None = None) -> str:
-    """All the readable text inside el, block boundaries and <br> kept as line breaks."""
+def inline_text(el, language: str | None = None, margins: list | None = None) -> str:
+    """All the readable text inside el, block boundaries and <br> kept as line breaks. Margin
+    notes are not part of it; they are added to `margins` when it is given. `language`: the
+    book's, for MathML where the markup names none."""
     parts: list[str] = []
-    _collect(el, parts, language)
+    _collect(el, parts, language, margins)
     return "".join(parts)
 
 
-def _collect(root, parts: list[str], math_language: str | None = None):
+def _collect(root, parts: list[str], math_language: str | None = None, margins: list | None = None):
     """inline_text's walk: iterative, like _Reader.walk, for any depth of nesting."""
     stack: list = [root]
     while stack:
         el = stack.pop()
         if isinstance(el, str):  # text or a marker scheduled for after an element's children
             parts.append(el)
+            continue
+        if el is not root and margins is not None and is_aside_note(el):
+            margins.append(el)
             continue
         tag = local_name(el)
         if tag == "switch":
@@ -906,7 +1043,11 @@ def _collect(root, parts: list[str], math_language: str | None = None):
                 parts.append(f" {spoken}{'.' if mathml.is_display(el) else ''}"
                              f"{' ' if (el.tail or '')[:1].isalnum() else ''}")
             continue
-        if is_unread(el) or is_noteref(el):
+        if (is_unread(el) and not (el is root and is_aside_note(el))) or is_noteref(el):
+            continue
+        if el is not root and is_margin_note(el):
+            if margins is not None:
+                margins.append(el)
             continue
         if tag == "br" or tag in BLOCK_TAGS:
             parts.append(LINE_BREAK)
@@ -932,11 +1073,11 @@ def _collect(root, parts: list[str], math_language: str | None = None):
         stack.extend(reversed(after))
 
 
-def inline_lines(el, language: str | None = None) -> list[str]:
+def inline_lines(el, language: str | None = None, margins: list | None = None) -> list[str]:
     """The lines of inline_text, cleaned; a line that is only markers joins its neighbour."""
     lines: list[str] = []
     carry = ""
-    for line in (clean(x) for x in inline_text(el, language).split(LINE_BREAK)):
+    for line in (clean(x) for x in inline_text(el, language, margins).split(LINE_BREAK)):
         if not line:
             continue
         if not shown(line):
@@ -950,13 +1091,13 @@ def inline_lines(el, language: str | None = None) -> list[str]:
     return lines
 
 
-def row_text(tr, language: str | None = None) -> str:
+def row_text(tr, language: str | None = None, margins: list | None = None) -> str:
     """A table row read as one sentence: 'Speaker: line' for drama, else cells joined by commas."""
     spoken = ""
     for cell in tr:
         if local_name(cell) not in ("td", "th") or is_unread(cell):
             continue
-        lines = inline_lines(cell, language)
+        lines = inline_lines(cell, language, margins)
         text = join_verse_lines(lines) if _is_verse(cell) or _has_verse(cell) else clean(" ".join(lines))
         if not text:
             continue
