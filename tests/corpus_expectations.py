@@ -29,7 +29,7 @@ BOOKS = {
         'read_share': 0.998,
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 1206631,
-        'skipped_chars': [13, 0, 14, 0, 487, 527],
+        'skipped_chars': [13, 0, 14, 0, 535, 527],
         # Etymology, Extracts, 135 chapters, Epilogue. The transcriber's notes are marked
         # epub:type="colophon" by the book itself.
         "titles": [
@@ -287,8 +287,8 @@ BOOKS = {
         'cover_type': 'image/png',
         'read_share': 1.0,
         # Characters read (chapter text) and not read (each skipped part, in order).
-        'read_chars': 68689,
-        'skipped_chars': [0],
+        'read_chars': 68479,
+        'skipped_chars': [0, 235, 22],
         "titles": [
             'GEORGIA',
             'Climate and Soils',
@@ -317,7 +317,7 @@ BOOKS = {
         'read_share': 0.994,
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 290710,
-        'skipped_chars': [161, 0],
+        'skipped_chars': [161, 0, 132],
         # Every entry is a marker: SECTION IV (heading only) and the unlinked author <span>s, which
         # read their label, placed before their first story.
         "titles": [
@@ -417,8 +417,8 @@ BOOKS = {
         'cover_type': 'image/jpeg',
         'read_share': 0.968,
         # Characters read (chapter text) and not read (each skipped part, in order).
-        'read_chars': 871039,
-        'skipped_chars': [0, 133, 1425, 467],
+        'read_chars': 870531,
+        'skipped_chars': [0, 133, 1425, 467, 508],
         # 24 + 23 chapters. The title page (named like the book, 133 characters) and Gutenberg's
         # "Au lecteur" (a note on the e-book) are skipped. Its list of corrections is read: only its
         # title says what it is, and at 5,162 characters it is more than the page a guess may skip.
@@ -542,8 +542,8 @@ BOOKS = {
         'cover_type': 'image/jpeg',
         'read_share': 0.999,
         # Characters read (chapter text) and not read (each skipped part, in order).
-        'read_chars': 28858,
-        'skipped_chars': [0, 0],
+        'read_chars': 28741,
+        'skipped_chars': [0, 0, 117],
         # The third dc:creator is the translator (role trl), not an author.
         "titles": [
             'Commencer la lecture',
@@ -563,7 +563,7 @@ BOOKS = {
         'cover_type': 'image/png',
         'read_share': 0.267,  # the rest is Project Gutenberg's licence
         # Characters read (chapter text) and not read (each skipped part, in order).
-        'read_chars': 6861,
+        'read_chars': 6859,
         'skipped_chars': [462, 18412, 0, 0, 0, 0, 0, 0, 0],
         # Every NCX entry points into the licence, so chapters come from the 第N章 heading lines.
         "titles": [
@@ -703,6 +703,9 @@ BOOKS = {
         'publisher': '',
         'identifier': '3800d504-c35e-48c6-82e3-1cde2b302cee',  # calibre's random uuid
         'cover_type': 'image/jpeg',  # the cover calibre draws when a book has none
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 51945,
+        'skipped_chars': [0],
         # calibre found no chapters in the plain text: its NCX has one entry, "Start", on its cover
         # page, and the "CHAPTER N." lines are plain paragraphs. The chapters are those lines; the
         # title block before them (title, subtitle, "By Herman Melville") is a title page.
@@ -724,6 +727,9 @@ BOOKS = {
         'publisher': '',
         'identifier': 'd2e0d26f-c3e1-4311-9143-4d279d4af58f',
         'cover_type': 'image/jpeg',
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 25729,
+        'skipped_chars': [0],
         # calibre split the one HTML file at each h1/h2 (…_split_000.html to _003) and made a flat
         # NCX of the headings; its cover page (titlepage.xhtml, guide type "cover") comes first.
         'read_share': 0.999,
@@ -744,6 +750,9 @@ BOOKS = {
         'publisher': '',
         'identifier': 'be3b1ee9-5bd7-40b5-9109-bbbe16dd4b34',
         'cover_type': 'image/jpeg',
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 36018,
+        'skipped_chars': [0, 32],
         # The Word headings hold a line break ("CHAPITRE PREMIER" / "UN ÉCUEIL FUYANT."), which
         # calibre's NCX labels lose ("CHAPITRE PREMIERUN ÉCUEIL FUYANT."): the listener should hear
         # the two lines as two words. The Title-style paragraph before the first heading is the
@@ -757,7 +766,7 @@ BOOKS = {
         ],
         "skipped": [
             ('Cover', 'cover (guide)'),
-            ('Vingt mille lieues sous les mers', "title page (the book's title)"),
+            ('Vingt mille lieues sous les mers', 'title page (text)'),
         ],
     },
     'the-waste-land-calibre-from-epub.epub': {
@@ -769,6 +778,9 @@ BOOKS = {
         # and writes its uuid.
         'identifier': '4a57bbf9-697d-4034-84e8-089289301880',
         'cover_type': 'image/jpeg',
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 25386,
+        'skipped_chars': [0, 24],
         # EPUB 3 in, calibre's EPUB 2 out: the nav becomes an NCX of the same six fragment links,
         # a cover page (guide type "cover") is added, and the content keeps its epub:type
         # attributes, so the title page is still found by its type.
@@ -812,6 +824,9 @@ BOOKS = {
         'publisher': '',
         'identifier': 'urn:uuid:0f7c3a2e-9d41-4b8e-a7a5-6a9f0f1e2d02',
         'cover_type': 'image/png',
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 6840,
+        'skipped_chars': [],
         # No NCX and no nav; nine spine files of nine chapters each, every chapter opened by a 第N章
         # paragraph, the text hard-wrapped every 20 characters. The line wraps are not word breaks:
         # read without them the book is 6,921 characters, 95.1 % of the body text as counted with
@@ -834,6 +849,9 @@ BOOKS = {
         'publisher': '',
         'identifier': 'urn:uuid:7d1e9b3c-2a6f-4e0d-8c55-3b2a1d4e5f03',
         'cover_type': 'image/png',
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 2988,
+        'skipped_chars': [72],
         # One section per letter, headed by the letter alone: C, D, I, L, M, V and X are letters
         # here, not Roman numerals (the spoken form is normalisation's, not tested here).
         'read_share': 1.0,

@@ -232,7 +232,18 @@ def test_the_parent_never_imports_model_runtimes(tmp_path):
     assert m4b_probe.chapters(m4b_probe.ffprobe(out))[0].title == "The Fox and the Grapes"
 
 
-@pytest.mark.parametrize("name", sorted(__import__("corpus_expectations").BOOKS))
+def _listed_books():
+    """Every corpus book that loads; where the book tests know a rule still gets one wrong, so does
+    this listing (strict: fixing the rule turns it red until the mark goes)."""
+    from corpus_expectations import BOOKS
+    from test_book_epub import KNOWN_WRONG
+
+    wrong = {n: why for (_, n), why in KNOWN_WRONG.items()}
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=wrong[n])) if n in wrong else n
+            for n in sorted(BOOKS) if not BOOKS[n].get("refused")]
+
+
+@pytest.mark.parametrize("name", _listed_books())
 def test_list_chapters_of_every_corpus_book(corpus, name):
     from corpus_expectations import BOOKS
 

@@ -47,10 +47,11 @@ def test_inputs_are_mutated_base_books():
 
 
 # Cut down to 4 spine files, these keep no text to read: Laozi keeps only the Gutenberg licence, The
-# Waste Land only files typed titlepage, and every section of Georgia is guessed to be a title page
-# (entries named like the book, under 1,000 characters; bounding that guess is issue 20, item 1).
-TEXTLESS_WHEN_CUT_DOWN = {"georgia-britannica-pls-ssml-epub3", "laozi-daodejing-zh-epub2-ncx",
-                          "the-waste-land-poetry-notes-epub3"}
+# Waste Land (and calibre's copy of it) only files typed titlepage; the comic has none even whole.
+# (Georgia read nothing here while a title-page guess could take every section; bounded, it reads.)
+TEXTLESS_WHEN_CUT_DOWN = {"laozi-daodejing-zh-epub2-ncx", "the-waste-land-poetry-notes-epub3",
+                          "the-waste-land-calibre-from-epub",
+                          "drawn-panels-comic-fixed-layout-epub3"}  # no text even whole
 
 
 def test_every_cut_down_base_book_reads_cleanly(tmp_path):
@@ -63,7 +64,7 @@ def test_every_cut_down_base_book_reads_cleanly(tmp_path):
         outcome, kind, message = check_file(path)
         if book.label in TEXTLESS_WHEN_CUT_DOWN:
             # nothing left to read is refused in one line, exit 2, like any book without text
-            assert (outcome, kind) == ("refused", "contains no text to read (N parts skipped)"), message
+            assert outcome == "refused" and kind.startswith("contains no text to read (N parts skipped"), message
             continue
         assert outcome == "ok", (book.label, kind, message)
         assert len(path.read_bytes()) < 64_000, book.label  # small, so thousands run quickly

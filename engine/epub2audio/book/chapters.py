@@ -211,8 +211,12 @@ class Cutter:
                     skipped_file.record = Skipped(skipped_file.label, reason, evidence=skipped_file.evidence)
                     self.skipped.append(skipped_file.record)
                     spans.append(skipped_file)
-                elif reason:  # front matter kept on request: its own chapter, not the end of the last
-                    current = Span(None, types=set(info.types))
+                elif reason or self._marks_only_its_file(current):
+                    # Front matter kept on request is its own chapter, not the end of the last. So is
+                    # a file after a part the markup calls a cover, title page or contents: the marking
+                    # is that file's, not the next one's (calibre's TXT books: one TOC entry, "Start",
+                    # on its cover page, and the whole book after it in files no entry names).
+                    current = Span(None, types=set(info.types) if reason else set())
                     spans.append(current)
                 unsourced = it.name
             elif isinstance(it, Boundary):
@@ -248,6 +252,14 @@ class Cutter:
         self._bound_guesses(spans)
         self._drop_edition_note(spans)
         return spans
+
+    def _marks_only_its_file(self, span: Span) -> bool:
+        """Whether `span` is a TOC entry's part whose own file the markup (epub:type, landmarks,
+        guide) marks as front or back matter: what follows it in other files is not marked."""
+        if span.entry is None or not span.entry.doc:
+            return False
+        landmark = self.landmarks.get((span.entry.doc, span.entry.fragment), set())
+        return any(kind in span.types or kind in landmark for kind in SKIP_TYPES)
 
     def _drop_edition_note(self, spans: list[Span]):
         """A note on the e-book edition among the first paragraphs of the first part read, in a
@@ -413,7 +425,7 @@ class Cutter:
                 if span.blocks:
                     titled.append((span_title(span, self.title), span))
             elif span.blocks:
-                titled.append((span.entry.title or "Untitled", span))
+                titled.append((_spoken_label(span), span))
             elif (span.entry.title and (span.entry.children or span.entry.doc is None)
                   and not _same_as_next(span, spans[index + 1:index + 2])):
                 # A divider that shares its target with its first child (or has none): its label is
@@ -424,6 +436,23 @@ class Cutter:
                 reason = "no text (images only)" if span.images else "no text"
                 self.skipped.append(Skipped(span.entry.title, reason, 0, "empty"))
         return titled
+
+
+def _spoken_label(span: Span) -> str:
+    """The entry's label, unless it is the heading it points at with word breaks lost: calibre builds
+    NCX labels from a heading's text with its <br/> dropped ("CHAPITRE PREMIERUN ÉCUEIL FUYANT."
+    for "CHAPITRE PREMIER<br/>UN ÉCUEIL FUYANT.", which reads as two blocks); then the heading's
+    words, as the book prints them."""
+    label = span.entry.title or "Untitled"
+    squeezed = "".join(label.split())
+    words: list[str] = []
+    for block in span.blocks[:3]:  # a heading, and what a <br/> in it may have split off
+        words += block.text.split()
+        if len("".join(words)) >= len(squeezed):
+            break
+    if "".join(words) == squeezed and len(words) > len(label.split()):
+        return " ".join(words)
+    return label
 
 
 def to_chapter(title: str, span: Span) -> Chapter:

@@ -113,10 +113,11 @@ CHAPTER_LINE = re.compile(
 # Indic words are spelled.
 INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff\u180e]")
 SPACES = re.compile(r"[\s\x1e]+")
-# Han, Hiragana, Katakana, CJK punctuation (the ideographic space included) and fullwidth forms:
+# Han, Hiragana, Katakana, CJK punctuation (the ideographic space included), the small and
+# fullwidth forms (Gutenberg's Chinese uses U+FE56 "﹖" as its question mark):
 # scripts written without spaces between words. Hangul is not among them: Korean spaces words.
 CJK = ("\u2e80-\u2fdf\u3000-\u303f\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-       "\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003134f")
+       "\uf900-\ufaff\ufe30-\ufe6f\uff00-\uffef\U00020000-\U0003134f")
 # A source line break (with the indentation around it) between two such characters is a line wrap,
 # not a word break. A space on one line ("第一回 甄士隱", a title after its number) and a <br> are
 # kept. Our markers where a pronunciation or language run starts or ends may sit on either side.
