@@ -525,3 +525,12 @@ def test_divider_sharing_its_childs_target_reads_its_label(tmp_path):
     b = load_book(make_epub(tmp_path, docs, nav=[("Part One", "c1.xhtml", [("Chapter 1", "c1.xhtml")])]))
     assert [(c.title, c.paragraphs) for c in b.chapters] == [
         ("Part One", ["Part One"]), ("Chapter 1", ["Chapter 1", "Text."])]
+
+
+def test_a_file_after_a_marked_cover_is_not_skipped_with_it(corpus):
+    """calibre's TXT books: one TOC entry ("Start") on the page the guide calls the cover, and the
+    whole book after it in files no entry names. The cover's marking is its own file's."""
+    b = book(corpus, "moby-dick-calibre-from-txt.epub")
+    assert [(s.title, s.reason) for s in b.skipped] == [("Start", "cover (guide)")]
+    assert [c.title for c in b.chapters][1:] == BOOKS["moby-dick-calibre-from-txt.epub"]["titles"]
+    assert b.chapters[1].paragraphs[1].startswith("Call me Ishmael. Some years ago")
