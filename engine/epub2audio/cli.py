@@ -65,6 +65,7 @@ def convert_parser() -> argparse.ArgumentParser:
                         "lexicon and BOOK.epub2audio.toml's, and wins over them)")
     p.add_argument("--no-verify", action="store_true",
                    help="skip the check of the finished M4B (chapters, tags, silent or cut segments, speech recognition)")
+    add_output_arguments(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("--version", action="version", version=f"epub2audio {__version__}")
     return p
@@ -75,6 +76,14 @@ def add_ray_argument(p: argparse.ArgumentParser) -> None:
                    help="render on Ray actors: the cluster at ADDRESS (host:port, or auto for the one "
                         "`ray start` began here), or without ADDRESS a private Ray on this machine "
                         "(needs pip install 'epub2audio[ray]')")
+
+
+def add_output_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--subtitles", choices=("srt", "vtt"),
+                   help="also write BOOK.srt or BOOK.vtt beside the M4B: one cue per sentence, on the M4B's timeline")
+    p.add_argument("--readalong", nargs="?", const="sentences", choices=("sentences",),
+                   help="also write BOOK.readalong.epub beside the M4B: the book as EPUB 3 with media overlays, "
+                        "each sentence highlighted as it is read")
 
 
 def library_parser() -> argparse.ArgumentParser:
@@ -113,7 +122,7 @@ def _workers(args: argparse.Namespace, config: dict) -> int:
 def _job_options(args: argparse.Namespace, **reading):
     """The voice, workers, policy and pool a conversion runs with, from the flags and config.toml
     (the book command and `library` share them)."""
-    from .config import load_config, worker_policy
+    from .config import load_config, outputs, worker_policy
     from .library import worker_pool
     from .render import ConvertOptions
     from .voices.catalog import resolve
@@ -124,7 +133,8 @@ def _job_options(args: argparse.Namespace, **reading):
                     workers=max(1, workers), extra=_cosyvoice3_options(args, config))
     options = ConvertOptions(voice=voice.name, voice_options=voice.options, threads_per_worker=voice.threads,
                              workers=workers, policy=worker_policy(config), verify=not args.no_verify,
-                             pool=worker_pool(args.ray), **reading)
+                             pool=worker_pool(args.ray), **reading,
+                             **outputs(config, getattr(args, "subtitles", None), getattr(args, "readalong", None)))
     if args.seed is not None:
         options.job_seed = args.seed
     return options

@@ -667,7 +667,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _convert_options(args: argparse.Namespace):
-    from .config import load_config, worker_policy
+    from .config import load_config, outputs, worker_policy
     from .render import ConvertOptions
     from .voices.catalog import resolve
 
@@ -679,7 +679,8 @@ def _convert_options(args: argparse.Namespace):
     voice = resolve(args.voice or config.get("voice", "joe"), config=config, model_dir=args.model_dir,
                     workers=max(1, workers))
     return ConvertOptions(voice=voice.name, voice_options=voice.options, threads_per_worker=voice.threads,
-                          workers=workers, policy=worker_policy(config), pool=worker_pool(args.ray))
+                          workers=workers, policy=worker_policy(config), pool=worker_pool(args.ray),
+                          **outputs(config))  # config.toml's subtitles / readalong
 
 
 def _voice_lock_path(options) -> Path:
