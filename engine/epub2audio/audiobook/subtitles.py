@@ -80,5 +80,5 @@ def write_subtitles(m4b: Path, kind: str, chapters: list[ChapterTiming], sample_
         raise ValueError(f"subtitles must be one of {FORMATS}, not {kind!r}")
     text = (srt if kind == "srt" else vtt)(chapters, sample_rate)
     path = subtitles_path(m4b, kind)
-    atomic_write(path, text.encode("utf-8"))
+    atomic_write(path, text.encode("utf-8"), shared=True)
     return path
