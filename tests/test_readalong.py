@@ -316,3 +316,31 @@ def test_regen_rewrites_all_three_and_a_resumed_job_gives_the_same_bytes(tmp_pat
     run = epub2audio(*args)  # resumed: nothing to render
     assert run.code == 0, run.stderr
     assert [sha(p) for p in made] == first
+
+
+@needs_epubcheck
+def test_notes_read_inline_are_highlighted_where_they_are_written(tmp_path):
+    body = ('<h1>One</h1><p>Said so<a epub:type="noteref" href="#n1">1</a> today.</p>'
+            '<aside epub:type="footnote" id="n1"><p>1 Pop-up note.</p></aside>'
+            '<p>Then<a role="doc-noteref" href="notes.xhtml#e1">2</a> more.</p>')
+    notes = ('<section role="doc-endnotes"><h1>Notes</h1><ol><li role="doc-endnote" id="e1"><p>An endnote. '
+             '<a role="doc-backlink" href="a.xhtml">↩</a></p></li></ol></section>')
+    book = make_epub(tmp_path, {"a.xhtml": xhtml(body), "notes.xhtml": xhtml(notes)},
+                     nav=[("One", "a.xhtml"), ("Notes", "notes.xhtml")], name="notes.epub")
+    run = epub2audio(book, "-o", tmp_path / "notes.m4b", "--voice", "tone", "--no-verify", "--progress", "none",
+                     "--notes", "inline", "--readalong")
+    assert run.code == 0, run.stderr
+    assert "were not found" not in run.stderr
+    made = tmp_path / "notes.readalong.epub"
+    errors, report = epubcheck(made)
+    assert errors == 0, report
+    files = read_zip(made)
+    found = overlays(files)
+    texts = [(Path(p[0].partition("#")[0]).name, fragment_text(files, name, p[0])) for name, pars in found for p in pars]
+    # the noteref marker inside the sentence is inside its span; the notes are where they are written
+    assert texts == [("a.xhtml", "One"), ("a.xhtml", "Said so1 today."), ("a.xhtml", "Pop-up note."),
+                     ("a.xhtml", "Then2 more."), ("notes.xhtml", "An endnote.")]
+    # all of them play the one chapter's audio, in reading order
+    assert [p[1] for _, pars in found for p in pars] == ["chapter-001.m4a"] * 5
+    begins = [p[2] for _, pars in found for p in pars]
+    assert begins == sorted(begins) and len(set(begins)) == 5

@@ -33,6 +33,7 @@ from __future__ import annotations
 import io
 import os
 import posixpath
+import re
 import subprocess
 import tempfile
 import time
@@ -146,7 +147,10 @@ class _DocText:
     """The read text of a document's body, as a string of letters and digits that points back at
     the text node (an element's .text or .tail) and offset each one came from."""
 
-    def __init__(self, root):
+    def __init__(self, root, *, notes: bool = False):
+        """notes: also the text the reading flow leaves out (a footnote <aside>), where a note read
+        inline comes from; markers and page numbers are skipped all the same."""
+        self.notes = notes
         self.key: list[str] = []
         self.where: list[tuple[etree._Element, str, int]] = []
         body = root.find(f"{{{XHTML}}}body")
@@ -163,7 +167,9 @@ class _DocText:
                         self.where.append((node, kind, offset))
 
     def _walk(self, el) -> None:
-        if not isinstance(el.tag, str) or is_unread(el):
+        if not isinstance(el.tag, str):
+            return
+        if is_unread(el) and not (self.notes and _local(el) == "aside"):
             return
         self._add(el, "text", el.text)
         for child in el:
@@ -316,6 +322,9 @@ class _Document:
         self.text = _DocText(self.root)
         self.cursor = 0
         self.used: list[tuple[int, int]] = []
+        self._notes: _DocText | None = None
+        self.notes_used: list[tuple[int, int]] = []
+        self._order: dict | None = None
         self.ids = {el.get("id") for el in self.root.iter() if isinstance(el.tag, str) and el.get("id")}
         self.wraps: list[tuple[int, tuple, str]] = []  # (key start, plan, new id)
         self.changed = False
@@ -336,11 +345,39 @@ class _Document:
             at = self.text.text.find(key, at + 1)
         return None
 
-    def plan(self, span: tuple[int, int]):
+    def position(self, text: _DocText, at: int) -> tuple[float, int]:
+        """Where the letter `at` of a text map is in document order (wraps are applied last first)."""
+        if self._order is None:
+            self._order = {el: i for i, el in enumerate(self.root.iter())}
+        node, kind, offset = text.where[at]
+        if kind == "text":
+            return self._order[node], offset
+        last = node
+        for last in node.iter():
+            pass
+        return self._order[last] + 0.5, offset
+
+    @property
+    def notes(self) -> _DocText:
+        if self._notes is None:
+            self._notes = _DocText(self.root, notes=True)
+        return self._notes
+
+    def find_note(self, key: str) -> tuple[int, int] | None:
+        """Where a note read inline is, anywhere in the document (its own place is elsewhere)."""
+        at = self.notes.text.find(key) if key else -1
+        while at >= 0:
+            if all(at + len(key) <= a or b <= at for a, b in self.notes_used):
+                return at, at + len(key)
+            at = self.notes.text.find(key, at + 1)
+        return None
+
+    def plan(self, span: tuple[int, int], text: _DocText | None = None):
+        text = text or self.text
         a, b = span
-        node, kind, offset = self.text.where[a]
+        node, kind, offset = text.where[a]
         start = _start_chain(node, kind, offset)
-        node, kind, offset = self.text.where[b - 1]
+        node, kind, offset = text.where[b - 1]
         end = _end_chain(node, kind, _end_offset(node, kind, offset))
         return _plan_wrap(start, end)
 
@@ -352,8 +389,29 @@ class _Document:
         return candidate
 
 
+# How --notes inline and chapter-end introduce a note (book/notes.py): "Note: …", "Note 2: …".
+NOTE_INTRO = re.compile(r"^Note(?: \d+)?: ")
+
+
+def _place_note(cue: Cue, docs: list[_Document], all_docs) -> tuple | None:
+    """A note read inline or at the chapter's end: its words without our introduction, looked
+    for in the chapter's documents, then in the book's others (a notes file)."""
+    intro = NOTE_INTRO.match(cue.text)
+    if not intro:
+        return None
+    key = _letters(cue.text[intro.end():])
+    for doc in [*docs, *(d for d in all_docs() if d not in docs)]:
+        span = doc.find_note(key)
+        if span is not None:
+            plan = doc.plan(span, doc.notes)
+            if plan is not None:
+                doc.notes_used.append(span)
+                return doc, span, plan
+    return None
+
+
 def _place_sentences(timing: ChapterTiming, documents: dict[str, _Document], source: _Source,
-                     chapter_start: int) -> tuple[list[tuple[_Document, int, tuple, str, int, int]], int]:
+                     chapter_start: int, all_docs) -> tuple[list[tuple[_Document, int, tuple, str, int, int]], int]:
     """Find each cue of the chapter in its documents: (document, key start, wrap plan, id, clip
     begin, clip end) each, and how many cues could not be placed."""
     docs = [documents[n] for n in dict.fromkeys(source.path(s) for s in timing.sources) if n in documents]
@@ -379,13 +437,21 @@ def _place_sentences(timing: ChapterTiming, documents: dict[str, _Document], sou
             if result is not None or not _joinable(group[-1], cues, i + len(group)):
                 break
             group.append(cues[i + len(group)])  # join the next sentence of the paragraph and retry
+        if result is None and len(group) == 1:
+            result = _place_note(cue, docs, all_docs)
+            if result is not None:
+                placed.append((result[0], result[0].position(result[0].notes, result[1][0]), result[2],
+                               result[0].new_id(timing.index),
+                               cue.start - chapter_start, cue.end - chapter_start))
+                i += 1
+                continue
         if result is None:
             lost += len(group)
             i += len(group)
             continue
         doc, span, plan = result
         doc.used.append(span)
-        placed.append((doc, span[0], plan, doc.new_id(timing.index), group[0].start - chapter_start,
+        placed.append((doc, doc.position(doc.text, span[0]), plan, doc.new_id(timing.index), group[0].start - chapter_start,
                        group[-1].end - chapter_start))
         i += len(group)
     return placed, lost
@@ -622,15 +688,30 @@ def _build(epub: Path, source: _Source, timings, store, sample_rate, gain_db, la
     # sentences → places, then wraps (last first: a wrap only moves text after its start)
     per_doc: dict[str, list] = {}
     lost_total = 0
+    def all_docs():
+        """Every XHTML document of the book, in manifest order, read when first asked for."""
+        for name, item in items_by_path.items():
+            if item.get("media-type") != "application/xhtml+xml" or name not in source.entries:
+                continue
+            if name not in documents and name not in unreadable:
+                try:
+                    documents[name] = _Document(name, source.entries[name])
+                except etree.XMLSyntaxError:
+                    unreadable.add(name)
+                    continue
+            if name in documents:
+                yield documents[name]
+
+    unreadable: set[str] = set()
     for timing in timings:
-        placed, lost = _place_sentences(timing, documents, source, timing.start)
+        placed, lost = _place_sentences(timing, documents, source, timing.start, all_docs)
         lost_total += lost
         for doc, key_start, plan, new_id, begin, end in placed:
             per_doc.setdefault(doc.name, []).append((timing.index, key_start, plan, new_id, begin, end))
     fragments: dict[tuple[str, str], str] = {}
     for name, placed in per_doc.items():
         doc = documents[name]
-        for chapter, key_start, plan, new_id, _, _ in sorted(placed, key=lambda p: -p[1]):
+        for chapter, _, plan, new_id, _, _ in sorted(placed, key=lambda p: p[1], reverse=True):
             fragments[(name, new_id)] = _wrap(*plan, new_id, doc.ids)
 
     css_name = posixpath.join(source.base, FOLDER, "readalong.css")
