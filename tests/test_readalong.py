@@ -344,3 +344,40 @@ def test_notes_read_inline_are_highlighted_where_they_are_written(tmp_path):
     assert [p[1] for _, pars in found for p in pars] == ["chapter-001.m4a"] * 5
     begins = [p[2] for _, pars in found for p in pars]
     assert begins == sorted(begins) and len(set(begins)) == 5
+
+
+@needs_epubcheck
+def test_sample_book_chapter_read_by_joe(tmp_path):
+    out, work = tmp_path / "aesop.m4b", tmp_path / "job"
+    run = epub2audio(SAMPLE, "-o", out, "--voice", "joe", "--no-verify", "--progress", "none", "--chapters", "1",
+                     "--work-dir", work, "--readalong")
+    assert run.code == 0, run.stderr
+    made = tmp_path / "aesop.readalong.epub"
+    errors, report = epubcheck(made)
+    assert errors == 0, report
+    files = read_zip(made)
+    (smil_name, pars), = overlays(files)
+    assert [fragment_text(files, smil_name, p[0]) for p in pars] == FOX
+    store = SegmentStore(work)
+    rate = store.segment_row(store.plan()[0][2])["sample_rate"]
+    (chapter,) = book_timings(store, rate)
+    store.close()
+    for (_, _, begin, end), cue in zip(pars, chapter.cues, strict=True):
+        assert begin == pytest.approx(cue.start / rate, abs=0.0005) and end == pytest.approx(cue.end / rate, abs=0.0005)
+    # the chapter file is the chapter's stored audio, sample for sample in length
+    pcm = decode(files["OEBPS/readalong/chapter-001.m4a"], tmp_path, "chapter-001.m4a")
+    assert abs(len(pcm) - (chapter.end - chapter.start)) <= AAC_FRAME
+
+
+def test_library_and_config_keys_write_both(tmp_path, monkeypatch):
+    config = tmp_path / "config.toml"
+    config.write_text('readalong = true\nsubtitles = "srt"\n', encoding="utf-8")
+    monkeypatch.setenv("EPUB2AUDIO_CONFIG", str(config))
+    monkeypatch.setenv("EPUB2AUDIO_CACHE_DIR", str(tmp_path / "cache"))
+    books, out = tmp_path / "books", tmp_path / "out"
+    books.mkdir()
+    out.mkdir()
+    story_epub(books, [("One", ["The morning was cold."])])
+    run = epub2audio("library", books, "--out", out, "--voice", "tone", "--no-verify", "--progress", "none")
+    assert run.code == 0, run.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["story.m4b", "story.readalong.epub", "story.srt"]
