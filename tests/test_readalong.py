@@ -381,3 +381,31 @@ def test_library_and_config_keys_write_both(tmp_path, monkeypatch):
     run = epub2audio("library", books, "--out", out, "--voice", "tone", "--no-verify", "--progress", "none")
     assert run.code == 0, run.stderr
     assert sorted(p.name for p in out.iterdir()) == ["story.m4b", "story.readalong.epub", "story.srt"]
+
+
+def _plugin_engine():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("epub2audio_calibre_engine_readalong", ROOT / "plugin" / "engine.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_calibre_plugin_keeps_the_users_epub_as_original_epub_or_saves_to_the_folder(tmp_path):
+    engine = _plugin_engine()
+    assert engine.readalong_path("/jobs/7/audiobook.m4b") == "/jobs/7/audiobook.readalong.epub"
+    assert engine.readalong_steps("", ["EPUB", "M4B"], "/books") == []  # off by default
+    assert engine.readalong_steps("epub", ["EPUB", "M4B"], "") == [("add_format", "ORIGINAL_EPUB"),
+                                                                   ("add_format", "EPUB")]
+    # converted before: the first original is the one kept
+    assert engine.readalong_steps("epub", ["EPUB", "ORIGINAL_EPUB"], "") == [("add_format", "EPUB")]
+    assert engine.readalong_steps("folder", ["EPUB"], " /books ") == [("copy", "/books")]
+    assert engine.readalong_steps("folder", ["EPUB"], "") == [("no_folder", "")]
+    made = tmp_path / "audiobook.readalong.epub"
+    made.write_bytes(b"PK")
+    folder = tmp_path / "copies"
+    first = engine.copy_readalong_to_folder(str(made), str(folder), "Title - Author")
+    second = engine.copy_readalong_to_folder(str(made), str(folder), "Title - Author")
+    assert [Path(first).name, Path(second).name] == ["Title - Author.readalong.epub",
+                                                     "Title - Author (2).readalong.epub"]
