@@ -313,6 +313,10 @@ class _Par:
     clip_end: int
 
 
+SHORT_KEY = 8  # letters and digits
+NEAR_LETTERS = 40
+
+
 class _Document:
     def __init__(self, name: str, data: bytes):
         self.name = name
@@ -329,21 +333,40 @@ class _Document:
         self.wraps: list[tuple[int, tuple, str]] = []  # (key start, plan, new id)
         self.changed = False
 
-    def find(self, key: str) -> tuple[int, int] | None:
+    def find(self, key: str, first: bool = False) -> tuple[int, int] | None:
         """Where `key` is in the document's letters: after the last sentence found, else anywhere
         it does not overlap one (a note read inline comes from elsewhere in the document)."""
         if not key:
             return None
-        at = self.text.text.find(key, self.cursor)
+        # A short sentence ("7.", "ii.") is only looked for just ahead: anywhere else it would
+        # match inside other words and carry the cursor away from where the reading is. A
+        # chapter's first sentence (its title) is looked for anywhere ahead.
+        near = len(key) < SHORT_KEY and not first
+        at = self.text.text.find(key, self.cursor, self.cursor + NEAR_LETTERS + len(key) if near else None)
         if at >= 0:
             self.cursor = at + len(key)
             return at, at + len(key)
+        if near:
+            return None
         at = self.text.text.find(key)
         while at >= 0:
             if all(at + len(key) <= a or b <= at for a, b in self.used):
                 return at, at + len(key)
             at = self.text.text.find(key, at + 1)
         return None
+
+    def start_at(self, fragment: str) -> None:
+        """A chapter that starts at an element (a TOC #fragment): read on from there."""
+        target = self.root.xpath("//*[@id=$id]", id=fragment) if fragment else []
+        if not target:
+            return
+        if self._order is None:
+            self._order = {el: i for i, el in enumerate(self.root.iter())}
+        first = self._order[target[0]]
+        for at in range(self.cursor, len(self.text.where)):
+            if self.position(self.text, at)[0] >= first:
+                self.cursor = at
+                return
 
     def position(self, text: _DocText, at: int) -> tuple[float, int]:
         """Where the letter `at` of a text map is in document order (wraps are applied last first)."""
@@ -363,9 +386,10 @@ class _Document:
             self._notes = _DocText(self.root, notes=True)
         return self._notes
 
-    def find_note(self, key: str) -> tuple[int, int] | None:
-        """Where a note read inline is, anywhere in the document (its own place is elsewhere)."""
-        at = self.notes.text.find(key) if key else -1
+    def find_note(self, key: str, after: int = 0) -> tuple[int, int] | None:
+        """Where a note read inline is, anywhere in the document after `after` (its own place is
+        elsewhere than the reading flow's)."""
+        at = self.notes.text.find(key, after) if key else -1
         while at >= 0:
             if all(at + len(key) <= a or b <= at for a, b in self.notes_used):
                 return at, at + len(key)
@@ -393,67 +417,81 @@ class _Document:
 NOTE_INTRO = re.compile(r"^Note(?: \d+)?: ")
 
 
-def _place_note(cue: Cue, docs: list[_Document], all_docs) -> tuple | None:
-    """A note read inline or at the chapter's end: its words without our introduction, looked
-    for in the chapter's documents, then in the book's others (a notes file)."""
-    intro = NOTE_INTRO.match(cue.text)
-    if not intro:
-        return None
-    key = _letters(cue.text[intro.end():])
-    for doc in [*docs, *(d for d in all_docs() if d not in docs)]:
-        span = doc.find_note(key)
-        if span is not None:
-            plan = doc.plan(span, doc.notes)
-            if plan is not None:
-                doc.notes_used.append(span)
-                return doc, span, plan
-    return None
+def _note_key(group: list[Cue], continued: bool) -> str | None:
+    """The letters of a note's sentences as they are written: without the "Note: " we put
+    before its first one. None: the group is not (part of) a note."""
+    text = " ".join(c.text for c in group)
+    if continued:
+        return _letters(text)
+    intro = NOTE_INTRO.match(text)
+    return _letters(text[intro.end():]) if intro else None
 
 
 def _place_sentences(timing: ChapterTiming, documents: dict[str, _Document], source: _Source,
-                     chapter_start: int, all_docs) -> tuple[list[tuple[_Document, int, tuple, str, int, int]], int]:
-    """Find each cue of the chapter in its documents: (document, key start, wrap plan, id, clip
-    begin, clip end) each, and how many cues could not be placed."""
+                     chapter_start: int, all_docs) -> tuple[list[tuple[_Document, tuple, tuple, str, int, int]], int]:
+    """Find each cue of the chapter in its documents: (document, document position, wrap plan,
+    id, clip begin, clip end) each, and how many cues could not be placed.
+
+    A note read inline ("Note: …", book/notes.py) is not where the reading flow is: it is looked
+    for in the text of the chapter's documents with their footnote asides, then in the book's
+    other documents (a notes file), and the rest of its paragraph after it."""
     docs = [documents[n] for n in dict.fromkeys(source.path(s) for s in timing.sources) if n in documents]
+    for src in timing.sources[:1]:
+        if "#" in src and source.path(src) in documents:
+            documents[source.path(src)].start_at(src.split("#", 1)[1])
     placed, lost = [], 0
     cues = list(timing.cues)
+    note: tuple[_Document, int, tuple] | None = None  # (document, end in its note text, paragraph)
+
+    def in_flow(group):
+        key = _letters(" ".join(c.text for c in group))
+        for doc in docs:
+            saved = doc.cursor
+            span = doc.find(key, first=group[0] is cues[0])
+            if span is None:
+                continue
+            plan = doc.plan(span)
+            if plan is not None:
+                return doc, span, plan, doc.text
+            doc.cursor = saved
+        return None
+
+    def as_note(group):
+        continued = note is not None and group[0].place is not None and group[0].place[0] == note[2]
+        key = _note_key(group, continued)
+        if not key:
+            return None
+        where = [note[0]] if continued else [*docs, *(d for d in all_docs() if d not in docs)]
+        for doc in where:
+            span = doc.find_note(key, note[1] if continued else 0)
+            if span is not None:
+                plan = doc.plan(span, doc.notes)
+                if plan is not None:
+                    return doc, span, plan, doc.notes
+        return None
+
     i = 0
     while i < len(cues):
-        cue = cues[i]
-        group = [cue]
-        result = None
+        group, result = [cues[i]], None
         while True:
-            key = _letters(" ".join(c.text for c in group))
-            for doc in docs:
-                saved = doc.cursor
-                span = doc.find(key)
-                if span is None:
-                    continue
-                plan = doc.plan(span)
-                if plan is not None:
-                    result = doc, span, plan
-                    break
-                doc.cursor = saved
+            result = in_flow(group) or as_note(group)
             if result is not None or not _joinable(group[-1], cues, i + len(group)):
                 break
             group.append(cues[i + len(group)])  # join the next sentence of the paragraph and retry
-        if result is None and len(group) == 1:
-            result = _place_note(cue, docs, all_docs)
-            if result is not None:
-                placed.append((result[0], result[0].position(result[0].notes, result[1][0]), result[2],
-                               result[0].new_id(timing.index),
-                               cue.start - chapter_start, cue.end - chapter_start))
-                i += 1
-                continue
+        i += len(group)
         if result is None:
             lost += len(group)
-            i += len(group)
+            note = None
             continue
-        doc, span, plan = result
-        doc.used.append(span)
-        placed.append((doc, doc.position(doc.text, span[0]), plan, doc.new_id(timing.index), group[0].start - chapter_start,
-                       group[-1].end - chapter_start))
-        i += len(group)
+        doc, span, plan, text = result
+        if text is doc.text:
+            doc.used.append(span)
+            note = None
+        else:
+            doc.notes_used.append(span)
+            note = (doc, span[1], group[-1].place[0] if group[-1].place else None)
+        placed.append((doc, doc.position(text, span[0]), plan, doc.new_id(timing.index),
+                       group[0].start - chapter_start, group[-1].end - chapter_start))
     return placed, lost
 
 
