@@ -471,8 +471,10 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
     result = assemble(store, book, out_path, details)
     outputs = {"subtitles": options.subtitles, "readalong": options.readalong}
     store.set_meta(outputs=json.dumps(outputs))  # regen rewrites them with the M4B
-    write_outputs(store, book, out_path, result, details, outputs, progress)
-    store.close()
+    try:
+        write_outputs(store, book, out_path, result, details, outputs, progress)
+    finally:
+        store.close()
     if options.verify:
         _verify(out_path, work_dir, progress, asr=details.name not in SILENT_VOICES)
     progress.emit("done", output=str(out_path), duration_seconds=result.duration_samples / details.sample_rate,
