@@ -21,12 +21,14 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,cosyvoice3,mlx,verify,compress,ray,kokoro,kokoro-ja]'
 	touch $(VENV)/.core $@
 
-# ffprobe (an independent checker for the tests) and calibre (the plugin's host) come from Debian.
+# ffprobe (an independent checker for the tests), calibre (the plugin's host) and epubcheck (the
+# read-along EPUB's validator, run as java -jar /usr/share/java/epubcheck.jar) come from Debian.
 system-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  need=""; \
 	  command -v ffprobe >/dev/null || need="$$need ffmpeg"; \
 	  command -v calibre-debug >/dev/null || need="$$need calibre"; \
+	  [ -f /usr/share/java/epubcheck.jar ] || need="$$need epubcheck"; \
 	  if [ -n "$$need" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need >/dev/null; fi; \
 	fi
 

@@ -2,7 +2,7 @@
 
 import os
 
-from qt.core import (QCheckBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton,
+from qt.core import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton,
                      QSpinBox, QVBoxLayout, QWidget)
 
 from calibre_plugins.epub2audio.prefs import prefs
@@ -70,6 +70,15 @@ class ConfigWidget(QWidget):
         self.copy_to_folder.setToolTip('Also save a copy of each finished audiobook in this folder')
         form.addRow('Also save &to folder:', self.copy_to_folder)
 
+        self.readalong = QComboBox(self)
+        for label, value in (('no', ''), ('yes, as the book\'s EPUB (the old one kept as ORIGINAL_EPUB)', 'epub'),
+                             ('yes, saved in the folder above', 'folder')):
+            self.readalong.addItem(label, value)
+        self.readalong.setCurrentIndex(max(0, self.readalong.findData(prefs['readalong'] or '')))
+        self.readalong.setToolTip('Also make a read-along EPUB: the book with each sentence highlighted as it '
+                                  'is read (EPUB 3 media overlays; calibre\'s viewer plays them)')
+        form.addRow('&Read-along book:', self.readalong)
+
         self.max_concurrent = QSpinBox(self)
         self.max_concurrent.setRange(1, 8)
         self.max_concurrent.setValue(int(prefs['max_concurrent'] or 1))
@@ -96,3 +105,4 @@ class ConfigWidget(QWidget):
         prefs['copy_to_folder'] = self.copy_to_folder.text()
         prefs['max_concurrent'] = int(self.max_concurrent.value())
         prefs['keep_job_files'] = bool(self.keep_job_files.isChecked())
+        prefs['readalong'] = self.readalong.currentData() or ''

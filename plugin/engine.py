@@ -134,6 +134,26 @@ def build_command(engine: str, epub: str, output: str, meta: str | None = None, 
     return cmd
 
 
+READALONG_CHOICES = ("", "epub", "folder")
+
+
+def readalong_path(m4b: str) -> str:
+    """Where the engine writes the read-along book of `m4b` (BOOK.readalong.epub beside it)."""
+    return os.path.splitext(m4b)[0] + ".readalong.epub"
+
+
+def readalong_steps(choice: str, formats, copy_folder: str) -> list[tuple[str, str]]:
+    """What to do with a finished read-along book, in order: ("add_format", FMT) of the user's
+    EPUB ("ORIGINAL_EPUB", only if the book has none yet: the first original is the one to keep)
+    and of the read-along book ("EPUB"), or ("copy", folder). Nothing for '' (the default)."""
+    if choice == "epub":
+        keep = [] if "ORIGINAL_EPUB" in {f.upper() for f in formats or ()} else [("add_format", "ORIGINAL_EPUB")]
+        return keep + [("add_format", "EPUB")]
+    if choice == "folder":
+        return [("copy", copy_folder.strip())] if copy_folder and copy_folder.strip() else [("no_folder", "")]
+    return []
+
+
 def sanitized_env(base: dict | None = None) -> dict:
     """A copy of `base` (default os.environ) that does not leak the host's Python or Qt into the engine."""
     env = dict(os.environ if base is None else base)
@@ -621,6 +641,14 @@ def copy_to_folder(m4b: str, folder: str, name: str) -> str:
     os.makedirs(folder, exist_ok=True)
     dest = unique_path(folder, safe_filename(name), ".m4b")
     shutil.copyfile(m4b, dest)
+    return dest
+
+
+def copy_readalong_to_folder(readalong: str, folder: str, name: str) -> str:
+    """Copy the read-along book into `folder` as '<name>.readalong.epub' (never overwriting)."""
+    os.makedirs(folder, exist_ok=True)
+    dest = unique_path(folder, safe_filename(name), ".readalong.epub")
+    shutil.copyfile(readalong, dest)
     return dest
 
 

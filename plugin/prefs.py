@@ -18,3 +18,8 @@ prefs.defaults['copy_to_folder'] = ''
 prefs.defaults['keep_job_files'] = False
 # How many books are converted at the same time (each engine uses the CPU fully).
 prefs.defaults['max_concurrent'] = 1
+# The read-along book (epub2audio --readalong: the EPUB with each sentence highlighted as it is read):
+# '' = not made (default); 'epub' = it becomes the book's EPUB, the user's file kept as the format
+# ORIGINAL_EPUB (calibre's own convention when it changes a book); 'folder' = saved in the
+# "Also save to folder" folder beside the copy of the audiobook.
+prefs.defaults['readalong'] = ''

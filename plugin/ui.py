@@ -31,7 +31,8 @@ def convert_book_job(spec, notifications=None, abort=None, log=None):
     env = engine.sanitized_env()
     exe = engine.find_engine(spec['engine_path'], env=env)
     cmd = engine.build_command(exe, spec['epub'], spec['output'], meta=spec['meta'], voice=spec['voice'],
-                               chapters=spec['chapters'], work_dir=spec['work_dir'])
+                               chapters=spec['chapters'], work_dir=spec['work_dir'],
+                               extra_args=['--readalong'] if spec.get('readalong') else None)
 
     def notify(fraction, message):
         notifications.put((fraction, message))
@@ -123,6 +124,7 @@ class ConvertToAudiobookAction(InterfaceAction):
         spec = {
             'engine_path': prefs['engine_path'], 'voice': prefs['voice'], 'chapters': prefs['chapters'],
             'epub': epub, 'meta': meta_path, 'output': output, 'work_dir': os.path.join(job_home, 'job'),
+            'readalong': prefs['readalong'] if prefs['readalong'] in engine.READALONG_CHOICES else '',
         }
         key = id(spec)
         spec['on_start'] = lambda proc: self._register_process(key, proc)
@@ -130,7 +132,8 @@ class ConvertToAudiobookAction(InterfaceAction):
                           self.Dispatcher(self.conversion_done),
                           max_concurrent_count=max(1, int(prefs['max_concurrent'] or 1)), killable=True)
         self.jobs[job] = {'book_id': book_id, 'title': title, 'library_id': library_id, 'tdir': tdir,
-                          'job_home': job_home, 'key': key, 'authors': db.field_for('authors', book_id)}
+                          'job_home': job_home, 'key': key, 'authors': db.field_for('authors', book_id),
+                          'readalong': spec['readalong']}
         self.gui.job_manager.run_threaded_job(job)
         return job
 
@@ -198,14 +201,16 @@ class ConvertToAudiobookAction(InterfaceAction):
                 traceback.format_exc())
         notes = []
         folder = (prefs['copy_to_folder'] or '').strip()
+        name = title
+        if info['authors']:
+            name = f'{title} - {" & ".join(info["authors"])}'
         if folder:
-            name = title
-            if info['authors']:
-                name = f'{title} - {" & ".join(info["authors"])}'
             try:
                 notes.append('copied to ' + engine.copy_to_folder(output, folder, name))
             except Exception as err:
                 notes.append(f'could not copy it to {folder}: {err}')
+        if info.get('readalong'):
+            notes += self.add_readalong(db, info, output, folder, name)
         if not prefs['keep_job_files']:
             shutil.rmtree(info['job_home'], ignore_errors=True)
             try:
@@ -215,6 +220,30 @@ class ConvertToAudiobookAction(InterfaceAction):
         self.refresh_book(info['book_id'])
         self.gui.status_bar.show_message(
             f'Audiobook for {title} added' + (': ' + '; '.join(notes) if notes else ''), 5000)
+
+    def add_readalong(self, db, info, output, folder, name):
+        """The read-along book, as the settings say: the book's EPUB (the user's kept as
+        ORIGINAL_EPUB) or a copy in the folder. Returns what happened, for the status bar."""
+        made = engine.readalong_path(output)
+        if not os.path.isfile(made):
+            return ['no read-along book was made (see the job log)']
+        book_id = info['book_id']
+        try:
+            for step, arg in engine.readalong_steps(info['readalong'], db.formats(book_id), folder):
+                if step == 'add_format' and arg == 'ORIGINAL_EPUB':
+                    original = os.path.join(info['job_home'], 'original.epub')
+                    db.copy_format_to(book_id, 'EPUB', original)
+                    db.add_format(book_id, 'ORIGINAL_EPUB', original, run_hooks=False)
+                elif step == 'add_format':
+                    db.add_format(book_id, arg, made, run_hooks=False)
+                    return ['the read-along book is now its EPUB (the old one is ORIGINAL_EPUB)']
+                elif step == 'copy':
+                    return ['read-along book saved to ' + engine.copy_readalong_to_folder(made, arg, name)]
+                else:
+                    return ['read-along book not saved: set "Also save to folder" in the settings']
+        except Exception as err:
+            return [f'could not add the read-along book: {err}']
+        return []
 
     def show_error(self, title, message, details=''):
         # Not modal: a job finishing must never block calibre.

@@ -67,6 +67,7 @@ def convert_parser() -> argparse.ArgumentParser:
                         "lexicon and BOOK.epub2audio.toml's, and wins over them)")
     p.add_argument("--no-verify", action="store_true",
                    help="skip the check of the finished M4B (chapters, tags, silent or cut segments, speech recognition)")
+    add_output_arguments(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("--version", action="version", version=f"epub2audio {__version__}")
     return p
@@ -77,6 +78,14 @@ def add_image_alt_argument(p: argparse.ArgumentParser) -> None:
                    help="read the description the book gives a picture, as a short note (\"Image: a map of the "
                         "river.\"); decorative pictures never (default yes; config.toml and BOOK.epub2audio.toml: "
                         "image_alt)")
+
+
+def add_output_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--subtitles", choices=("srt", "vtt"),
+                   help="also write BOOK.srt or BOOK.vtt beside the M4B: one cue per sentence, on the M4B's timeline")
+    p.add_argument("--readalong", nargs="?", const="sentences", choices=("sentences",),
+                   help="also write BOOK.readalong.epub beside the M4B: the book as EPUB 3 with media overlays, "
+                        "each sentence highlighted as it is read")
 
 
 def library_parser() -> argparse.ArgumentParser:

@@ -16,6 +16,8 @@ environment variables, command-line options. Keys in config.toml:
   lexicon = "/path/to/lexicon.txt"   (pronunciations shared by the command, calibre and the watcher)
   image_alt = false              (do not read pictures' descriptions; `--image-alt` and BOOK.epub2audio.toml's
                                   image_alt win over it)
+  subtitles = "srt"              ("srt" or "vtt": BOOK.srt / BOOK.vtt beside every M4B; `--subtitles`)
+  readalong = true               (BOOK.readalong.epub beside every M4B; `--readalong`)
 """
 
 from __future__ import annotations
@@ -70,3 +72,21 @@ def worker_policy(config: dict) -> WorkerPolicy:
         request_timeout=_setting(config, "segment_timeout", "EPUB2AUDIO_SEGMENT_TIMEOUT", 600.0),
         pipeline_depth=_setting(config, "pipeline_depth", "EPUB2AUDIO_PIPELINE_DEPTH", 1),
     )
+
+
+SUBTITLE_FORMATS = ("srt", "vtt")
+READALONG_LEVELS = ("sentences",)
+
+
+def outputs(config: dict, subtitles: str | None = None, readalong: str | None = None) -> dict:
+    """The files beside the M4B: the flags (--subtitles, --readalong) over config.toml's keys."""
+    if subtitles is None:
+        subtitles = config.get("subtitles") or None
+    if subtitles is not None and subtitles not in SUBTITLE_FORMATS:
+        raise InputError(f"setting subtitles must be one of {', '.join(SUBTITLE_FORMATS)}, got {subtitles!r}")
+    if readalong is None:
+        raw = config.get("readalong", False)
+        readalong = "sentences" if raw is True else (raw or None)
+    if readalong is not None and readalong not in READALONG_LEVELS:
+        raise InputError(f"setting readalong must be true or one of {', '.join(READALONG_LEVELS)}, got {readalong!r}")
+    return {"subtitles": subtitles, "readalong": readalong}

@@ -59,7 +59,7 @@ def job_options(args: argparse.Namespace, **reading):
     """The voice, workers, policy and pool a conversion runs with, from the flags and config.toml.
     Flags a front door does not have (--seed, --no-verify, the CosyVoice3 ones) count as not given,
     so the watcher's CosyVoice3 voice runs with config.toml's settings, as the book command's does."""
-    from .config import load_config, worker_policy
+    from .config import load_config, outputs, worker_policy
     from .library import worker_pool
     from .render import ConvertOptions
     from .voices.catalog import resolve
@@ -70,7 +70,9 @@ def job_options(args: argparse.Namespace, **reading):
                     workers=max(1, count), extra=cosyvoice3_options(args, config))
     options = ConvertOptions(voice=voice.name, voice_options=voice.options, threads_per_worker=voice.threads,
                              workers=count, policy=worker_policy(config),
-                             verify=not getattr(args, "no_verify", False), pool=worker_pool(args.ray), **reading)
+                             verify=not getattr(args, "no_verify", False), pool=worker_pool(args.ray), **reading,
+                             # config.toml's subtitles / readalong, the book command's flags over them
+                             **outputs(config, getattr(args, "subtitles", None), getattr(args, "readalong", None)))
     if getattr(args, "seed", None) is not None:
         options.job_seed = args.seed
     return options

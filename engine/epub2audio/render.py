@@ -25,7 +25,7 @@ from .book.lexicon import (PHONEME_VOICES, Entry, Lexicon, apply as apply_lexico
 from .book.model import Chapter
 from .book.normalize import normalize
 from .book.normalize_en import letter_headings, numbered_headings, numeral_label
-from .book.segment import segment_chapter, split_in_two
+from .book.segment import segment_chapter, split_in_two, split_sentences
 from .book.skips import plan_fields
 from .config import load_config
 from .errors import InputError, JobFailed
@@ -61,6 +61,9 @@ class ConvertOptions:
     # policy, log_path). None = local worker processes; ray_pool.RayWorkerPool and library.py's
     # shared pool have the same interface.
     pool: Callable | None = None
+    # Files beside the M4B, from the same timings (audiobook/subtitles.py, audiobook/readalong.py):
+    subtitles: str | None = None  # "srt" | "vtt"
+    readalong: str | None = None  # "sentences" (BOOK.readalong.epub)
 
 
 @dataclass
@@ -142,6 +145,18 @@ def select_chapters(book: Book, wanted: list[int] | None) -> list[int]:
     return sorted(set(wanted))
 
 
+def read_indices(chapter: Chapter, say_titles: bool) -> list[int]:
+    """The chapter's paragraphs that are read, in order: all, or without the leading headings."""
+    indices = list(range(len(chapter.paragraphs)))
+    if not say_titles:
+        lead = 0
+        while lead < len(indices) and chapter.kind(lead) == "heading":
+            lead += 1
+        if lead < len(indices):  # a chapter that is nothing but headings keeps them
+            indices = indices[lead:]
+    return indices
+
+
 def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lexicon: Lexicon | None = None,
                    book_lexicon: Lexicon | None = None, phonemes: bool = True,
                    letters: dict[int, str] | None = None) -> Chapter:
@@ -156,13 +171,7 @@ def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lex
     if not phonemes:
         book_lexicon = None
         lexicon = Lexicon([e for e in lexicon.entries if e.ipa is None]) if lexicon else None
-    indices = list(range(len(chapter.paragraphs)))
-    if not say_titles:
-        lead = 0
-        while lead < len(indices) and chapter.kind(lead) == "heading":
-            lead += 1
-        if lead < len(indices):  # a chapter that is nothing but headings keeps them
-            indices = indices[lead:]
+    indices = read_indices(chapter, say_titles)
     paragraphs, kinds, breaks, languages = [], [], set(), {}
     for new, old in enumerate(indices):
         spans = chapter.pronunciations.get(old) if phonemes else None
@@ -224,14 +233,89 @@ def plan_segments(book: Book, chapter_indices: list[int], job_seed: int, voice: 
         spoken = spoken_chapter(book, book.chapters[ci], say_titles=say_titles, lexicon=lexicon,
                                 book_lexicon=book_lexicon, phonemes=voice in PHONEME_VOICES,
                                 letters=letters.get(ci))
-        for seg in segment_chapter(ci, spoken):
+        segments = segment_chapter(ci, spoken)
+        sources = sentence_sources(book.chapters[ci], spoken, read_indices(book.chapters[ci], say_titles),
+                                   segments, book.language)
+        for seg, source in zip(segments, sources):
             text = voice_text(seg.text, voice)  # pronunciation markup only for voices that speak it
             occurrence = seen[text]
             seen[text] += 1
             seed = segment_seed(job_seed, text, occurrence)
             planned.append(PlannedSegment(ci, seg.index, _key(voice, model_id, text, seed, seg.lang),
-                                          text, seed, seg.pause_after_ms, seg.lang))
+                                          text, seed, seg.pause_after_ms, seg.lang, source))
     return planned
+
+
+def sentence_sources(chapter: Chapter, spoken: Chapter, indices: list[int], segments: list,
+                     language: str) -> list[tuple[int, int, str] | None]:
+    """For each segment of `spoken` (the chapter as read), the sentence of the book it says:
+    (paragraph of `chapter`, where the sentence starts in it, its text before normalisation).
+    The subtitles and the read-along book show these words, timed by the segments' audio.
+
+    Normalising may add or remove sentence ends ("3.5", "Mr.") and a long sentence is said in
+    several segments, so within a paragraph the book's sentences are matched to the segments by
+    their letters and digits once normalised one by one; where that fails (normalisation that
+    depends on the sentence's neighbours) all the paragraph's segments say the whole paragraph."""
+    sources: list[tuple[int, int, str] | None] = []
+    all_said: list[str] = []
+    for new, old in enumerate(indices):
+        one = replace(spoken, paragraphs=[spoken.paragraphs[new]], kinds=[spoken.kind(new)], breaks=set(),
+                      languages={0: spoken.languages[new]} if new in spoken.languages else {})
+        said = [s.text for s in segment_chapter(0, one)]
+        all_said += said
+        sources += _paragraph_sources(old, chapter.paragraphs[old], said, language)
+    if all_said != [s.text for s in segments]:
+        return [None] * len(segments)  # the paragraphs did not add up to the chapter's segments
+    return sources
+
+
+def _letters(text: str) -> str:
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
+
+
+def _paragraph_sources(paragraph: int, text: str, said: list[str], language: str) -> list[tuple[int, int, str]]:
+    sentences, at = [], 0
+    for sentence in split_sentences(text):
+        start = text.find(sentence, at)
+        if start < 0:
+            break
+        sentences.append((start, sentence))
+        at = start + len(sentence)
+    else:
+        if len(sentences) == len(said):
+            return [(paragraph, start, sentence) for start, sentence in sentences]
+        groups = _match_groups([_letters(normalize(s, language)) for _, s in sentences],
+                               [_letters(s) for s in said])
+        if groups is not None:
+            out = []
+            for (first, last), count in groups:
+                start = sentences[first][0]
+                end = sentences[last][0] + len(sentences[last][1])
+                out += [(paragraph, start, text[start:end])] * count
+            return out
+    whole = text.strip()
+    return [(paragraph, text.find(whole), whole)] * len(said)
+
+
+def _match_groups(book: list[str], said: list[str]) -> list[tuple[tuple[int, int], int]] | None:
+    """Runs of book sentences and of said segments whose letters are the same: ((first, last)
+    book sentence, number of segments) each, in order; None if they never line up to the end."""
+    groups, i, j = [], 0, 0
+    while i < len(book) and j < len(said):
+        first, a, b, count = i, book[i], said[j], 1
+        while a != b:
+            if len(a) < len(b) and i + 1 < len(book):
+                i += 1
+                a += book[i]
+            elif len(b) < len(a) and j + 1 < len(said):
+                j += 1
+                b += said[j]
+                count += 1
+            else:
+                return None
+        groups.append(((first, i), count))
+        i, j = i + 1, j + 1
+    return groups if i == len(book) and j == len(said) else None
 
 
 def _key(voice: str, model_id: str, text: str, seed: int, lang: str | None) -> str:
@@ -422,7 +506,12 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
 
     progress.emit("stage", stage="assemble")
     result = assemble(store, book, out_path, details)
-    store.close()
+    outputs = {"subtitles": options.subtitles, "readalong": options.readalong}
+    store.set_meta(outputs=json.dumps(outputs))  # regen rewrites them with the M4B
+    try:
+        write_outputs(store, book, out_path, result, details, outputs, progress)
+    finally:
+        store.close()
     if options.verify:
         _verify(out_path, work_dir, progress, asr=details.name not in SILENT_VOICES)
     progress.emit("done", output=str(out_path), duration_seconds=result.duration_samples / details.sample_rate,
@@ -531,6 +620,35 @@ def assemble(store: SegmentStore, book: Book, out_path: Path, details: VoiceDeta
     return write_m4b(out_path, list(chapters.values()), tags, book.cover, details.sample_rate)
 
 
+def write_outputs(store: SegmentStore, book: Book, out_path: Path, m4b, details: VoiceDetails, outputs: dict,
+                  progress: Progress | None = None) -> list[Path]:
+    """The subtitles and the read-along EPUB asked for, beside the M4B, from the store's timings."""
+    if not outputs.get("subtitles") and not outputs.get("readalong"):
+        return []
+    from .audiobook.timings import book_timings
+
+    sample_rate = details.sample_rate
+    timings = book_timings(store, sample_rate)
+    written = []
+    if outputs.get("subtitles"):
+        from .audiobook.subtitles import write_subtitles
+
+        written.append(write_subtitles(out_path, outputs["subtitles"], timings, sample_rate))
+    if outputs.get("readalong"):
+        from .audiobook.readalong import write_readalong
+
+        made = write_readalong(Path(book.path), out_path, timings, store, sample_rate, m4b.gain_db,
+                               language=book.language, narrator=details.narrator)
+        written.append(made.path)
+        for warning in made.warnings:
+            if progress is not None:
+                progress.emit("warning", message=warning)
+    if progress is not None:
+        for path in written:
+            progress.emit("output", path=str(path))
+    return written
+
+
 def _leaves(store: SegmentStore, segment: PlannedSegment) -> list[PlannedSegment]:
     """The segments actually rendered for `segment`: itself, or its pieces' leaves in order."""
     pieces = store.pieces(segment)
@@ -590,6 +708,7 @@ def regen(out_path: Path, chapter: int, index: int, *, work_dir: Path | None = N
     _compose_all(store, segment, row["voice"], details)
     identical = store.audio_path(key).read_bytes() == old
     book = load_book(store.get_meta("book"))
-    assemble(store, book, Path(out_path), details)
+    m4b = assemble(store, book, Path(out_path), details)
+    write_outputs(store, book, Path(out_path), m4b, details, json.loads(store.get_meta("outputs", "{}")))
     store.close()
     return RegenResult(row["text"], identical)

@@ -47,6 +47,13 @@ CREATE TABLE IF NOT EXISTS segments (
 CREATE TABLE IF NOT EXISTS pieces (   -- a segment re-said in pieces, in order (see above)
     parent TEXT NOT NULL, idx INTEGER NOT NULL, segment_key TEXT NOT NULL, text TEXT NOT NULL,
     seed INTEGER NOT NULL, pause_ms INTEGER NOT NULL, PRIMARY KEY (parent, idx));
+CREATE TABLE IF NOT EXISTS sources (  -- what each planned segment says in the book's own words
+    chapter INTEGER NOT NULL, idx INTEGER NOT NULL,
+    paragraph INTEGER NOT NULL,        -- the chapter's paragraph (Chapter.paragraphs) it is from
+    start INTEGER NOT NULL,            -- where its sentence starts in that paragraph: segments that
+                                       -- share (paragraph, start) say one sentence together
+    text TEXT NOT NULL,                -- that sentence, before normalisation
+    PRIMARY KEY (chapter, idx));
 """
 # Columns added since the first schema: a job made before them gets them on open (NULL: the book's
 # language, which is what every segment of such a job was). A table added since (`pieces`) is
@@ -91,6 +98,9 @@ class PlannedSegment:
     seed: int
     pause_ms: int
     lang: str | None = None  # BCP 47 tag of a passage not in the book's language; None: the book's
+    # (paragraph, start, text): the sentence of the book this segment says (see the `sources`
+    # table); None where the plan could not tell.
+    source: tuple[int, int, str] | None = None
 
 
 def write_wav_atomically(path: Path, pcm: bytes, sample_rate: int) -> None:
@@ -159,6 +169,10 @@ class SegmentStore:
                 "INSERT INTO plan (chapter, idx, segment_key, pause_ms, lang) VALUES (?, ?, ?, ?, ?)",
                 [(s.chapter, s.index, s.key, s.pause_ms, s.lang) for s in segments],
             )
+            self.db.execute("DELETE FROM sources")
+            self.db.executemany(
+                "INSERT INTO sources (chapter, idx, paragraph, start, text) VALUES (?, ?, ?, ?, ?)",
+                [(s.chapter, s.index, *s.source) for s in segments if s.source is not None])
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -182,6 +196,17 @@ class SegmentStore:
         if "lang" not in {row[1] for row in self.db.execute("PRAGMA table_info(plan)")}:
             return {}
         return {(c, i): lang for c, i, lang in self.db.execute("SELECT chapter, idx, lang FROM plan") if lang}
+
+    def sources(self) -> dict[tuple[int, int], tuple[int, int, str]]:
+        """(chapter, index) → (paragraph, start, the book's own sentence) of each planned segment
+        the plan could place in the book (none for a job planned before sources were kept)."""
+        rows = self.db.execute("SELECT chapter, idx, paragraph, start, text FROM sources").fetchall()
+        return {(c, i): (p, start, text) for c, i, p, start, text in rows}
+
+    def chapter_sources(self) -> dict[int, list[str]]:
+        """Each planned chapter's source documents (spine hrefs, with #fragment where a TOC entry cut one)."""
+        return {idx: [s for s in sources.split("\n") if s]
+                for idx, sources in self.db.execute("SELECT idx, sources FROM chapters ORDER BY idx")}
 
     def chapter_texts(self) -> dict[int, str]:
         """The book's own words of each planned chapter ("" for a job planned before they were kept)."""
