@@ -23,6 +23,7 @@ it is simply body - read. A book with no body text at all has no share and is le
 from __future__ import annotations
 
 import argparse
+import re
 import posixpath
 import sys
 import warnings
@@ -34,6 +35,7 @@ from urllib.parse import unquote
 from lxml import etree, html
 
 from epub2audio.book.epub import load_book
+from epub2audio.book.text import CJK
 from epub2audio.errors import InputError
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "corpus"
@@ -70,7 +72,10 @@ def _body_text(root) -> str:
             parts.append(el.tail)
 
     walk(body)
-    return " ".join("".join(parts).split())
+    # A line wrap between two CJK characters is not text (scripts written without spaces): the
+    # reader drops it, and so does this count.
+    text = re.sub(f"(?<=[{CJK}])[ \t]*[\r\n][ \t\r\n]*(?=[{CJK}])", "", "".join(parts))
+    return " ".join(text.split())
 
 
 def linear_body_chars(path: Path) -> int:

@@ -285,7 +285,7 @@ BOOKS = {
         'publisher': '',
         'identifier': 'code.google.com.epub-samples.georgia-pls-ssml',
         'cover_type': 'image/png',
-        'read_share': 1.0,
+        'read_share': 0.997,  # its footnotes are not read under --notes skip (they were, before issue 20)
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 68479,
         'skipped_chars': [0, 235, 22],
@@ -418,7 +418,7 @@ BOOKS = {
         'read_share': 0.968,
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 870531,
-        'skipped_chars': [0, 133, 1425, 467, 508],
+        'skipped_chars': [0, 19688, 133, 1425, 467, 508],
         # 24 + 23 chapters. The title page (named like the book, 133 characters) and Gutenberg's
         # "Au lecteur" (a note on the e-book) are skipped. Its list of corrections is read: only its
         # title says what it is, and at 5,162 characters it is more than the page a guess may skip.
@@ -474,6 +474,7 @@ BOOKS = {
         ],
         "skipped": [
             ('Cover', 'non-linear spine item'),
+            ('Project Gutenberg header and licence', "Project Gutenberg boilerplate (ebookmaker's pgheader/pgfooter boxes)"),
             ('VINGT MILLE LIEUES SOUS LES MERS', "title page (the book's title)"),
             ('TABLE DES MATIÈRES.', 'table of contents (guide)'),
             ('Au lecteur.', "transcriber's note (text)"),
@@ -490,7 +491,7 @@ BOOKS = {
         'read_share': 0.775,  # the adverts, title-page lines and the Gutenberg note
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 80842,
-        'skipped_chars': [0, 320, 31, 103, 2, 13, 45, 20, 6, 17, 12, 4, 248],
+        'skipped_chars': [0, 18951, 320, 31, 103, 2, 13, 45, 20, 6, 17, 12, 4, 248],
         # Gutenberg's NCX makes an entry of every title-page line (skipped with the title page) and
         # of every heading line ("TO", "EVERY CHILD WHO LOVES"): one marker each, as the TOC says.
         # The two "WORKS BY LEWIS CARROLL." adverts are read: only their title says what they are,
@@ -519,6 +520,7 @@ BOOKS = {
         ],
         "skipped": [
             ('Cover', 'non-linear spine item'),
+            ('Project Gutenberg header and licence', "Project Gutenberg boilerplate (ebookmaker's pgheader/pgfooter boxes)"),
             ('Alice\'s Adventures Under Ground / Being a facsimile of the original Ms. book afterwards developed into "Alice\'s Adventures in Wonderland"', "transcriber's note (text)"),
             ("ALICE'S ADVENTURES UNDER GROUND", "title page (the book's title)"),
             ('BEING A FACSIMILE OF THE ORIGINAL MS. BOOK AFTERWARDS DEVELOPED INTO "ALICE\'S ADVENTURES IN WONDERLAND"', 'title page (a line of the title page)'),
@@ -540,7 +542,7 @@ BOOKS = {
         'publisher': 'Hachette Antoine',
         'identifier': 'code.google.com.epub-samples.regime-anticancer-arabic',
         'cover_type': 'image/jpeg',
-        'read_share': 0.999,
+        'read_share': 0.995,  # its footnotes are not read under --notes skip (they were, before issue 20)
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 28741,
         'skipped_chars': [0, 0, 117],
@@ -671,7 +673,7 @@ BOOKS = {
         'read_share': 0.967,
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 874202,
-        'skipped_chars': [0, 36, 41, 403, 8, 24],
+        'skipped_chars': [19151, 0, 36, 41, 403, 8, 24],
         # The title page is three entries (title, translator, volume); the second "THE HISTORY OF
         # HERODOTUS" is a half-title before Book I. Both are skipped.
         "titles": [
@@ -687,6 +689,7 @@ BOOKS = {
             'NOTES TO BOOK IV.',
         ],
         "skipped": [
+            ('Project Gutenberg header and licence', "Project Gutenberg boilerplate (ebookmaker's pgheader/pgfooter boxes)"),
             ('Cover', 'cover (guide)'),
             ('THE HISTORY OF HERODOTUS', "title page (the book's title)"),
             ('Translated into English by G. C. Macaulay', 'title page (a line of the title page)'),

@@ -345,6 +345,7 @@ class _Loader:
             opened.update(id(b.entry) for b in found)
             return found + [Boundary(entry, source)]
 
+        gutenberg_box = 0  # characters of ebookmaker's header/licence boxes, in every file
         for name in spine:
             root = self._root(name)
             doc_entries = by_doc.get(name, [])
@@ -353,6 +354,7 @@ class _Loader:
                               lambda src, doc=name: resolve(doc, src)[0] in self.cover_images)
             items = read_blocks(root, anchors, self.notes.elements.get(name, frozenset()), content)
             self.warnings.extend(_unread_warning(name, kind, count) for kind, count in content.unread.items())
+            gutenberg_box += content.gutenberg_box_chars
             for it in items:
                 if isinstance(it, Block):  # the file a block is read from: for notes and for splitting
                     it.source_doc = name
@@ -369,6 +371,9 @@ class _Loader:
                             stream.extend(boundaries(e, f"{name}#{it.id}"))
                 else:
                     stream.append(it)
+        if gutenberg_box:
+            self.skipped.append(Skipped("Project Gutenberg header and licence", "Project Gutenberg boilerplate "
+                                        "(ebookmaker's pgheader/pgfooter boxes)", gutenberg_box, "structure"))
         return stream
 
 

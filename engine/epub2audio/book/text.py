@@ -84,6 +84,8 @@ UNREAD_CLASSES = frozenset(
     ["pagenum", "pageno", "page-number", "x-ebookmaker-pageno", "lnum", "linenum", "linenumber",
      "line-number", "pgheader", "pgfooter"]
 )
+# ebookmaker's boxes around a Project Gutenberg book (its header, its licence): not read, but counted.
+GUTENBERG_BOX_CLASSES = frozenset(["pgheader", "pgfooter"])
 # Margin notes: glosses printed beside the text, with no reference in it. They follow --notes.
 MARGIN_TYPES = frozenset(["sidenote", "marginalia", "z3998:sidenote", "z3998:marginalia"])
 MARGIN_CLASS = re.compile(r"^(side-?note|margin-?note|marg-?note|marginalia|sidenote[-_]?(left|right)|"
@@ -167,6 +169,8 @@ class Content:
     is_cover: Callable[[str], bool] | None = None  # whether an src (as written) is the book's cover image
     # kind of element not read (or read without its structure) → how many, for Book.warnings
     unread: dict[str, int] = field(default_factory=dict)
+    # characters in ebookmaker's Project Gutenberg header/footer boxes, which are never read
+    gutenberg_box_chars: int = 0
 
     def count(self, kind: str):
         self.unread[kind] = self.unread.get(kind, 0) + 1
@@ -750,6 +754,8 @@ class _Reader:
             self.margin(el)
             return
         if is_unread(el):
+            if GUTENBERG_BOX_CLASSES.intersection((el.get("class") or "").split()):
+                self.content.gutenberg_box_chars += len(clean("".join(el.itertext())))
             return
         if el not in self.note_elements and is_margin_note(el):
             self.margin(el)
