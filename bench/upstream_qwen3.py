@@ -1,0 +1,126 @@
+"""Our Qwen3-TTS port against upstream's own modules (qwen-tts 0.1.1), stage by stage.
+
+Run with the interpreter of a separate environment holding `qwen-tts==0.1.1` (it pins
+transformers 4.57.3, so never ours), e.g.:
+
+    PYTHONPATH=engine:. /work/qwen-upstream/bin/python bench/upstream_qwen3.py [--dir TINY_FOLDER]
+
+It writes the tests' tiny random folder (tests/qwen3tts/random_weights.py), builds upstream's
+Qwen3TTSForConditionalGeneration and Qwen3TTSTokenizerV2Decoder from its config files, loads the
+folder's tensors into them with strict=True (proving the key names and shapes), and compares on
+the same inputs: Talker logits (prefill and teacher-forced steps), Code Predictor logits, decoder
+waveform. Upstream's floor is its own fp32 run against its fp64 run; ours is reported against
+upstream fp64 beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+
+def _stub_torchaudio() -> None:
+    """qwen_tts imports its 25 Hz tokenizer, which imports torchaudio; the torchaudio wheel pip
+    picks for torch 2.13 (2.11.1) cannot load its library. Nothing compared here uses it, so an
+    empty stand-in lets the package import."""
+    try:
+        import torchaudio.compliance.kaldi  # noqa: F401
+    except (ImportError, OSError):
+        import types
+
+        for name in ("torchaudio", "torchaudio.compliance", "torchaudio.compliance.kaldi", "torchaudio.transforms", "torchaudio.functional"):
+            import importlib.machinery
+
+            mod = types.ModuleType(name)
+            mod.__spec__ = importlib.machinery.ModuleSpec(name, None)
+            sys.modules[name] = mod
+        sys.modules["torchaudio"].compliance = sys.modules["torchaudio.compliance"]
+        sys.modules["torchaudio.compliance"].kaldi = sys.modules["torchaudio.compliance.kaldi"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", help="a Qwen3-TTS folder (default: write the tests' tiny one)")
+    a = ap.parse_args()
+    _stub_torchaudio()
+    from qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSConfig
+    from qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSForConditionalGeneration
+    from qwen_tts.core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Config
+    from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Decoder
+
+    from epub2audio.voices.qwen3tts.checkpoint import load_checkpoint
+    from epub2audio.voices.qwen3tts.code_predictor import CodePredictor
+    from epub2audio.voices.qwen3tts.decoder import Decoder
+    from epub2audio.voices.qwen3tts.talker import Talker
+
+    d = Path(a.dir) if a.dir else None
+    if d is None:
+        from tests.qwen3tts.random_weights import write_tiny_model
+
+        d = write_tiny_model(Path(tempfile.mkdtemp(prefix="qwen3tts-")) / "tiny", seed=0)
+    ck = load_checkpoint(d)
+    cfg = Qwen3TTSConfig(**json.loads((d / "config.json").read_text()))
+    up = Qwen3TTSForConditionalGeneration(cfg).eval()
+    missing, unexpected = up.load_state_dict({k: v.float() for k, v in ck.state_dict.items()}, strict=False)
+    print(f"upstream main model: {len(missing)} missing, {len(unexpected)} unexpected keys "
+          f"(missing outside speaker_encoder: {[k for k in missing if not k.startswith('speaker_encoder')][:3]})")
+    scfg = Qwen3TTSTokenizerV2Config(**json.loads((d / "speech_tokenizer" / "config.json").read_text()))
+    up_dec = Qwen3TTSTokenizerV2Decoder(scfg.decoder_config).eval()
+    up_dec.load_state_dict(ck.decoder_state_dict, strict=True)
+    print("upstream decoder: strict load ok")
+
+    talker = Talker.from_state_dict(ck.talker_args, ck.state_dict)
+    cp = CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict)
+    dec = Decoder.from_state_dict(ck.decoder_args, ck.decoder_state_dict)
+    up64 = Qwen3TTSForConditionalGeneration(cfg).eval()
+    up64.load_state_dict({k: v.float() for k, v in ck.state_dict.items()}, strict=False)
+    up64 = up64.double()
+    up_dec64 = Qwen3TTSTokenizerV2Decoder(scfg.decoder_config).eval()
+    up_dec64.load_state_dict(ck.decoder_state_dict, strict=True)
+    up_dec64 = up_dec64.double()
+    g = torch.Generator().manual_seed(7)
+    H = ck.talker_args.hidden_size
+    x = torch.randn(1, 14, H, generator=g)
+
+    def mx(a, b):
+        return float((a.double() - b.double()).abs().max())
+
+    with torch.inference_mode():
+        def up_talker(m, xx):
+            h = m.talker.model(inputs_embeds=xx, use_cache=False).last_hidden_state
+            return m.talker.codec_head(h)
+
+        u32, u64 = up_talker(up, x), up_talker(up64, x.double())
+        ours = talker(x)
+        step = talker.start_decoding(x[:, :10])
+        sess = torch.stack([step(None)[0]] + [step(x[0, i])[0] for i in range(10, 14)])
+        print(f"talker logits [14 positions]: upstream fp32 vs fp64 {mx(u32, u64):.3e}; ours vs upstream fp64 "
+              f"{mx(ours, u64):.3e}; ours KV-cache session (prefill 10 + 4 steps) vs fp64 {mx(sess, u64[0, 9:]):.3e}")
+
+        hid, first = torch.randn(1, 1, H, generator=g), torch.randn(1, 1, H, generator=g)
+        codes = torch.randint(0, 2048, (14,), generator=g).tolist()
+
+        def up_cp(m, hh, ff, dt):
+            parts = [hh, ff] + [m.talker.code_predictor.model.codec_embedding[i](torch.tensor([[c]])) for i, c in enumerate(codes)]
+            h = m.talker.code_predictor.model(inputs_embeds=torch.cat(parts, 1).to(dt), use_cache=False).last_hidden_state
+            return torch.stack([m.talker.code_predictor.lm_head[i](h[0, i + 1]) for i in range(15)])
+
+        c32, c64 = up_cp(up, hid, first, torch.float32), up_cp(up64, hid.double(), first.double(), torch.float64)
+        cours = cp(hid[0, 0], first[0, 0], codes)
+        print(f"code predictor logits [15 heads]: upstream fp32 vs fp64 {mx(c32, c64):.3e}; ours vs fp64 {mx(cours, c64):.3e}")
+
+        frames = torch.randint(0, 2048, (1, 16, 20), generator=g)
+        w32, w64 = up_dec.chunked_decode(frames), up_dec64.chunked_decode(frames)
+        wours = dec.decode(frames[0].T)
+        print(f"decoder waveform [20 frames, {wours.numel()} samples]: upstream fp32 vs fp64 {mx(w32, w64):.3e}; "
+              f"ours vs fp64 {mx(wours, w64[0, 0]):.3e}; peak {float(w64.abs().max()):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
