@@ -46,6 +46,7 @@ def _stub_torchaudio() -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", help="a Qwen3-TTS folder (default: write the tests' tiny one)")
+    ap.add_argument("--write-fixture", help="write upstream's fp64 outputs (subsampled) and fp32 floors as JSON here")
     a = ap.parse_args()
     _stub_torchaudio()
     from qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSConfig
@@ -119,6 +120,16 @@ def main() -> int:
         wours = dec.decode(frames[0].T)
         print(f"decoder waveform [20 frames, {wours.numel()} samples]: upstream fp32 vs fp64 {mx(w32, w64):.3e}; "
               f"ours vs fp64 {mx(wours, w64[0, 0]):.3e}; peak {float(w64.abs().max()):.3f}")
+        if a.write_fixture:
+            fixture = {
+                "made_by": "bench/upstream_qwen3.py --write-fixture, qwen-tts 0.1.1 / transformers 4.57.3 / torch "
+                + torch.__version__ + ", upstream modules in fp64 on the tests' tiny folder (seed 0)",
+                "inputs_seed": 7, "talker_cols_step": 64, "cp_cols_step": 64, "wav_step": 128,
+                "talker_logits": u64[0, :, ::64].tolist(), "talker_floor": mx(u32, u64),
+                "cp_logits": c64[:, ::64].tolist(), "cp_floor": mx(c32, c64),
+                "wav": w64[0, 0, ::128].tolist(), "wav_floor": mx(w32, w64),
+            }  # fmt: skip
+            Path(a.write_fixture).write_text(json.dumps(fixture, indent=0), encoding="utf-8")
     return 0
 
 

@@ -1,0 +1,54 @@
+"""Our port against upstream's numbers for the tests' tiny folder.
+
+upstream_tiny.json was written by `bench/upstream_qwen3.py --dir TINY --write-fixture ...` run with
+the qwen-tts 0.1.1 environment: upstream's own Talker, Code Predictor and 12 Hz decoder, loaded
+strictly from the tiny folder (random_weights.write_tiny_model, seed 0), run in fp64 on inputs drawn
+from torch.Generator seed 7 in the order below; it holds every 64th logit column, every 128th
+audio sample, and upstream's own fp32-vs-fp64 max |diff| per stage (the floor). No upstream code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from epub2audio.voices.qwen3tts.code_predictor import CodePredictor
+from epub2audio.voices.qwen3tts.decoder import Decoder
+from epub2audio.voices.qwen3tts.talker import Talker
+
+FIXTURE = json.loads((Path(__file__).parent / "upstream_tiny.json").read_text(encoding="utf-8"))
+
+
+def _inputs(hidden: int):
+    g = torch.Generator().manual_seed(FIXTURE["inputs_seed"])
+    x = torch.randn(1, 14, hidden, generator=g)
+    hid, first = torch.randn(1, 1, hidden, generator=g), torch.randn(1, 1, hidden, generator=g)
+    codes = torch.randint(0, 2048, (14,), generator=g).tolist()
+    frames = torch.randint(0, 2048, (1, 16, 20), generator=g)
+    return x, hid, first, codes, frames
+
+
+def _maxdiff(ours: torch.Tensor, theirs) -> float:
+    return float((ours.double() - torch.tensor(theirs, dtype=torch.float64)).abs().max())
+
+
+def test_every_stage_matches_upstream_within_its_fp32_floor(tiny_checkpoint):
+    ck = tiny_checkpoint
+    x, hid, first, codes, frames = _inputs(ck.talker_args.hidden_size)
+    talker = Talker.from_state_dict(ck.talker_args, ck.state_dict)
+    cp = CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict)
+    dec = Decoder.from_state_dict(ck.decoder_args, ck.decoder_state_dict)
+    with torch.inference_mode():
+        full = talker(x)[0]
+        step = talker.start_decoding(x[:, :10])
+        session = torch.stack([step(None)[0]] + [step(x[0, i])[0] for i in range(10, 14)])
+        cp_logits = cp(hid[0, 0], first[0, 0], codes)
+    wav = dec.decode(frames[0].T)
+    assert wav.shape == (20 * 1920,)
+    # the floor plus 1e-6 of fp32 ordering slack; a wrong layout misses by orders of magnitude
+    assert _maxdiff(full[:, ::64], FIXTURE["talker_logits"]) <= 2 * FIXTURE["talker_floor"] + 1e-6
+    assert _maxdiff(session[:, ::64], FIXTURE["talker_logits"][9:]) <= 2 * FIXTURE["talker_floor"] + 1e-6
+    assert _maxdiff(cp_logits[:, ::64], FIXTURE["cp_logits"]) <= 2 * FIXTURE["cp_floor"] + 1e-6
+    assert _maxdiff(wav[::128], FIXTURE["wav"]) <= 2 * FIXTURE["wav_floor"] + 1e-6
