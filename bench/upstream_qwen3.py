@@ -43,6 +43,50 @@ def _stub_torchaudio() -> None:
         sys.modules["torchaudio.compliance"].kaldi = sys.modules["torchaudio.compliance.kaldi"]
 
 
+def sampling_replay() -> dict:
+    """transformers' own logits processors and draw (as generate() builds them for qwen-tts) on
+    seeded random logits with the global RNG seeded, against sampling.py with a seeded Generator."""
+    from transformers.generation.logits_process import (
+        LogitsProcessorList, MinNewTokensLengthLogitsProcessor, RepetitionPenaltyLogitsProcessor,
+        SuppressTokensLogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)
+
+    from epub2audio.voices.qwen3tts.sampling import talker_draw, warp_and_draw
+
+    eos, vocab = 2150, 3072
+    g = torch.Generator().manual_seed(11)
+    logits = 3 * torch.randn(60, vocab, generator=g)
+    out = {"logits_seed": 11, "draw_seed": 5}
+    for top_p in (1.0, 0.8):
+        procs = LogitsProcessorList([
+            RepetitionPenaltyLogitsProcessor(1.05),
+            MinNewTokensLengthLogitsProcessor(0, 2, [eos]),
+            SuppressTokensLogitsProcessor([i for i in range(vocab - 1024, vocab) if i != eos]),
+            TemperatureLogitsWarper(0.9), TopKLogitsWarper(50)] + ([TopPLogitsWarper(top_p)] if top_p < 1 else []))
+        torch.manual_seed(5)
+        ids = torch.zeros(1, 0, dtype=torch.long)
+        theirs = []
+        for row in logits:
+            sc = procs(ids, row[None].clone())
+            t = int(torch.multinomial(sc.softmax(-1), num_samples=1)[0, 0])
+            theirs.append(t)
+            ids = torch.cat([ids, torch.tensor([[t]])], 1)
+        gen = torch.Generator().manual_seed(5)
+        ours = []
+        for row in logits:
+            ours.append(talker_draw(row, ours, gen, eos_id=eos, repetition_penalty=1.05, do_sample=True,
+                                    temperature=0.9, top_k=50, top_p=top_p))
+        sub_procs = LogitsProcessorList([TemperatureLogitsWarper(0.9), TopKLogitsWarper(50)])
+        torch.manual_seed(6)
+        sub_theirs = [int(torch.multinomial(sub_procs(ids, r[None, :2048].clone()).softmax(-1), 1)[0, 0]) for r in logits]
+        gen = torch.Generator().manual_seed(6)
+        sub_ours = [warp_and_draw(r[:2048].clone(), gen, do_sample=True, temperature=0.9, top_k=50, top_p=1.0) for r in logits]
+        print(f"sampling top_p={top_p}: talker draws equal {theirs == ours} ({sum(a == b for a, b in zip(theirs, ours))}/60); "
+              f"subtalker draws equal {sub_theirs == sub_ours}")
+        out[f"talker_top_p_{top_p}"] = theirs
+        out[f"subtalker_top_p_{top_p}"] = sub_theirs
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", help="a Qwen3-TTS folder (default: write the tests' tiny one)")
@@ -120,6 +164,7 @@ def main() -> int:
         wours = dec.decode(frames[0].T)
         print(f"decoder waveform [20 frames, {wours.numel()} samples]: upstream fp32 vs fp64 {mx(w32, w64):.3e}; "
               f"ours vs fp64 {mx(wours, w64[0, 0]):.3e}; peak {float(w64.abs().max()):.3f}")
+        draws = sampling_replay()
         if a.write_fixture:
             fixture = {
                 "made_by": "bench/upstream_qwen3.py --write-fixture, qwen-tts 0.1.1 / transformers 4.57.3 / torch "
@@ -128,6 +173,7 @@ def main() -> int:
                 "talker_logits": u64[0, :, ::64].tolist(), "talker_floor": mx(u32, u64),
                 "cp_logits": c64[:, ::64].tolist(), "cp_floor": mx(c32, c64),
                 "wav": w64[0, 0, ::128].tolist(), "wav_floor": mx(w32, w64),
+                "sampling": draws,
             }  # fmt: skip
             Path(a.write_fixture).write_text(json.dumps(fixture, indent=0), encoding="utf-8")
     return 0

@@ -3,7 +3,7 @@
 upstream_tiny.json was written by `bench/upstream_qwen3.py --dir TINY --write-fixture ...` run with
 the qwen-tts 0.1.1 environment: upstream's own Talker, Code Predictor and 12 Hz decoder, loaded
 strictly from the tiny folder (random_weights.write_tiny_model, seed 0), run in fp64 on inputs drawn
-from torch.Generator seed 7 in the order below; it holds every 64th logit column, every 128th
+from torch.Generator seed 7 in the order below, plus seeded draws by transformers 4.57.3's own logits processors (see sampling_replay there); it holds every 64th logit column, every 128th
 audio sample, and upstream's own fp32-vs-fp64 max |diff| per stage (the floor). No upstream code.
 """
 
@@ -52,3 +52,23 @@ def test_every_stage_matches_upstream_within_its_fp32_floor(tiny_checkpoint):
     assert _maxdiff(session[:, ::64], FIXTURE["talker_logits"][9:]) <= 2 * FIXTURE["talker_floor"] + 1e-6
     assert _maxdiff(cp_logits[:, ::64], FIXTURE["cp_logits"]) <= 2 * FIXTURE["cp_floor"] + 1e-6
     assert _maxdiff(wav[::128], FIXTURE["wav"]) <= 2 * FIXTURE["wav_floor"] + 1e-6
+
+
+def test_seeded_draws_replay_transformers_processors_exactly():
+    """The fixture's ids were drawn by transformers' own processors (repetition penalty, min new
+    tokens, suppress, temperature, top-k, top-p) and multinomial under torch.manual_seed."""
+    from epub2audio.voices.qwen3tts.sampling import talker_draw, warp_and_draw
+
+    s = FIXTURE["sampling"]
+    logits = 3 * torch.randn(60, 3072, generator=torch.Generator().manual_seed(s["logits_seed"]))
+    for top_p in (1.0, 0.8):
+        gen = torch.Generator().manual_seed(s["draw_seed"])
+        ours: list[int] = []
+        for row in logits:
+            ours.append(talker_draw(row, ours, gen, eos_id=2150, repetition_penalty=1.05, do_sample=True,
+                                    temperature=0.9, top_k=50, top_p=top_p))
+        assert ours == s[f"talker_top_p_{top_p}"]
+        gen = torch.Generator().manual_seed(6)
+        sub = [warp_and_draw(r[:2048].clone(), gen, do_sample=True, temperature=0.9, top_k=50, top_p=1.0) for r in logits]
+        assert sub == s[f"subtalker_top_p_{top_p}"]
+    assert 2150 not in s["talker_top_p_1.0"][:2]  # eos is masked for the first two codes
