@@ -165,6 +165,21 @@ def main() -> int:
         print(f"decoder waveform [20 frames, {wours.numel()} samples]: upstream fp32 vs fp64 {mx(w32, w64):.3e}; "
               f"ours vs fp64 {mx(wours, w64[0, 0]):.3e}; peak {float(w64.abs().max()):.3f}")
         draws = sampling_replay()
+        from epub2audio.voices.qwen3tts.generate import generate
+
+        ids = [151644, 5, 10, 40, 41, 42, 43, 44, 45, 151645, 10, 151644, 5, 10]
+        replay = {}
+        for spk, lang, n in (("ryan", "english", 40), ("eric", "auto", 40)):
+            torch.manual_seed(3)
+            codes, _ = up.generate(input_ids=[torch.tensor([ids])], languages=[lang], speakers=[spk],
+                                   non_streaming_mode=False, max_new_tokens=n, **{k: getattr(ck.generation, k) for k in (
+                                       "do_sample", "top_k", "top_p", "temperature", "repetition_penalty",
+                                       "subtalker_dosample", "subtalker_top_k", "subtalker_top_p", "subtalker_temperature")})
+            theirs = codes[0].tolist()
+            res = generate(talker, cp, ids, ck.text_ids, ck.generation, torch.Generator().manual_seed(3),
+                           speaker=spk, language=lang, max_frames=n)
+            print(f"generate {spk}/{lang} cap {n}: upstream {len(theirs)} frames, ours {len(res.frames)}; codes equal {theirs == res.frames}")
+            replay[f"{spk}/{lang}/{n}"] = theirs
         if a.write_fixture:
             fixture = {
                 "made_by": "bench/upstream_qwen3.py --write-fixture, qwen-tts 0.1.1 / transformers 4.57.3 / torch "
@@ -173,7 +188,7 @@ def main() -> int:
                 "talker_logits": u64[0, :, ::64].tolist(), "talker_floor": mx(u32, u64),
                 "cp_logits": c64[:, ::64].tolist(), "cp_floor": mx(c32, c64),
                 "wav": w64[0, 0, ::128].tolist(), "wav_floor": mx(w32, w64),
-                "sampling": draws,
+                "sampling": draws, "generate_ids": ids, "generate_seed": 3, "generate": replay,
             }  # fmt: skip
             Path(a.write_fixture).write_text(json.dumps(fixture, indent=0), encoding="utf-8")
     return 0

@@ -3,7 +3,7 @@
 upstream_tiny.json was written by `bench/upstream_qwen3.py --dir TINY --write-fixture ...` run with
 the qwen-tts 0.1.1 environment: upstream's own Talker, Code Predictor and 12 Hz decoder, loaded
 strictly from the tiny folder (random_weights.write_tiny_model, seed 0), run in fp64 on inputs drawn
-from torch.Generator seed 7 in the order below, plus seeded draws by transformers 4.57.3's own logits processors (see sampling_replay there); it holds every 64th logit column, every 128th
+from torch.Generator seed 7 in the order below, plus upstream generate() codes (seed 3, CustomVoice ryan/english and eric/auto, cap 40) and seeded draws by transformers 4.57.3's own logits processors (see sampling_replay there); it holds every 64th logit column, every 128th
 audio sample, and upstream's own fp32-vs-fp64 max |diff| per stage (the floor). No upstream code.
 """
 
@@ -72,3 +72,27 @@ def test_seeded_draws_replay_transformers_processors_exactly():
         sub = [warp_and_draw(r[:2048].clone(), gen, do_sample=True, temperature=0.9, top_k=50, top_p=1.0) for r in logits]
         assert sub == s[f"subtalker_top_p_{top_p}"]
     assert 2150 not in s["talker_top_p_1.0"][:2]  # eos is masked for the first two codes
+
+
+def test_seeded_generation_replays_upstream_generate_codes_exactly(tiny_checkpoint):
+    """Upstream's Qwen3TTSForConditionalGeneration.generate (CustomVoice prompt, max_new_tokens 40,
+    torch.manual_seed(3)) against ours with Generator seed 3: every frame's 16 codes equal."""
+    from epub2audio.voices.qwen3tts.generate import generate
+
+    ck = tiny_checkpoint
+    talker = Talker.from_state_dict(ck.talker_args, ck.state_dict)
+    cp = CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict)
+    for key, theirs in FIXTURE["generate"].items():
+        speaker, language, cap = key.split("/")
+        res = generate(talker, cp, FIXTURE["generate_ids"], ck.text_ids, ck.generation,
+                       torch.Generator().manual_seed(FIXTURE["generate_seed"]), speaker=speaker, language=language,
+                       max_frames=int(cap))  # fmt: skip
+        assert len(theirs) == int(cap) - 1 and res.capped
+        assert res.frames == theirs, key
+
+
+def test_length_bound():
+    from epub2audio.voices.qwen3tts.generate import frame_cap
+
+    assert [frame_cap(n, 8192) for n in (1, 12, 13, 100)] == [75, 75, 78, 600]
+    assert frame_cap(100, 500) == 500
