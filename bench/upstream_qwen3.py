@@ -3,7 +3,13 @@
 Run with the interpreter of a separate environment holding `qwen-tts==0.1.1` (it pins
 transformers 4.57.3, so never ours), e.g.:
 
-    PYTHONPATH=engine:. /work/qwen-upstream/bin/python bench/upstream_qwen3.py [--dir TINY_FOLDER]
+    PYTHONPATH=engine:. /work/main/.venv/bin/python -c \
+        "from tests.qwen3tts.random_weights import write_tiny_model; write_tiny_model('/tmp/qwen3-tiny')"
+    PYTHONPATH=engine:. /work/qwen-upstream/bin/python bench/upstream_qwen3.py --dir /tmp/qwen3-tiny \
+        [--write-fixture tests/qwen3tts/upstream_tiny.json]
+
+(--dir is needed in practice: writing the folder borrows tests/cosyvoice3/fixtures.py's BPE helpers,
+which import onnx, absent from the upstream environment.)
 
 It writes the tests' tiny random folder (tests/qwen3tts/random_weights.py), builds upstream's
 Qwen3TTSForConditionalGeneration and Qwen3TTSTokenizerV2Decoder from its config files, loads the
