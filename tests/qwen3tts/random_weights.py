@@ -1,0 +1,193 @@
+"""A tiny random-weight Qwen3-TTS-12Hz CustomVoice folder in exactly the official layout.
+
+    config.json generation_config.json model.safetensors (bf16)
+    vocab.json merges.txt tokenizer_config.json   (a toy byte-level BPE with Qwen3-TTS's special ids)
+    speech_tokenizer/{config.json, model.safetensors (fp32, decoder.* only)}
+
+Key names and shapes are our modules' (built on the meta device); bench/upstream_qwen3.py loads the
+same files into upstream's own classes with strict=True, which proves they are upstream's. What
+stays real size: the text vocabulary (151936, so the real special ids 151643.. are used), the codec
+vocabulary (3072, with the real codec special, speaker and language ids), 16 codebooks of 2048, the
+M-RoPE interleaving (section [4, 2, 2] on 16-wide heads) and the decoder's rates (1920 samples per
+frame). Everything else is a few dozen wide. The config's fields are the official file's names.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import partial
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from epub2audio.voices.qwen3tts.checkpoint import expected_shapes
+from epub2audio.voices.qwen3tts.code_predictor import CodePredictor, CodePredictorArgs
+from epub2audio.voices.qwen3tts.decoder import Decoder, DecoderArgs
+from epub2audio.voices.qwen3tts.talker import Talker, TalkerArgs
+
+from tests.cosyvoice3.fixtures import _bytes_to_unicode, _train_merges
+
+SPEAKERS = {"serena": 3066, "vivian": 3065, "uncle_fu": 3010, "ryan": 3061, "aiden": 2861,
+            "ono_anna": 2873, "sohee": 2864, "eric": 2875, "dylan": 2878}  # fmt: skip
+DIALECTS = {"eric": "sichuan_dialect", "dylan": "beijing_dialect"}
+LANGUAGES = {"chinese": 2055, "english": 2050, "german": 2053, "italian": 2070, "portuguese": 2071,
+             "spanish": 2054, "japanese": 2058, "korean": 2064, "french": 2061, "russian": 2069,
+             "beijing_dialect": 2074, "sichuan_dialect": 2062}  # fmt: skip
+SPECIAL_TOKENS = {151643: "<|endoftext|>", 151644: "<|im_start|>", 151645: "<|im_end|>",
+                  151669: "<|audio_start|>", 151670: "<|audio_end|>", 151671: "<tts_pad>",
+                  151672: "<tts_text_bos>", 151673: "<tts_text_eod>", 151674: "<tts_text_bos_single>",
+                  151675: "<|audio_pad|>"}  # fmt: skip
+ASSISTANT = "assistant"  # one token in Qwen's vocabulary (77091); upstream slices the role as 3 tokens
+
+_CORPUS = (
+    "The quick brown fox jumps over the lazy dog. She sells sea shells by the sea shore. "
+    "Once upon a time there were three little pigs, and they went out into the world to seek "
+    "their fortune. It was the best of times, it was the worst of times. Hello world."
+)
+
+
+def tiny_config() -> dict:
+    heads, head_dim = 4, 16
+    talker = {
+        "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": heads,
+        "num_key_value_heads": 2, "head_dim": head_dim, "hidden_act": "silu", "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000, "max_position_embeddings": 32768,
+        "rope_scaling": {"interleaved": True, "mrope_section": [4, 2, 2], "rope_type": "default"},
+        "attention_bias": False, "vocab_size": 3072, "text_vocab_size": 151936, "text_hidden_size": 16,
+        "num_code_groups": 16, "position_id_per_seconds": 13,
+        "codec_pad_id": 2148, "codec_bos_id": 2149, "codec_eos_token_id": 2150, "codec_think_id": 2154,
+        "codec_nothink_id": 2155, "codec_think_bos_id": 2156, "codec_think_eos_id": 2157,
+        "codec_language_id": LANGUAGES, "spk_id": SPEAKERS,
+        "spk_is_dialect": {name: DIALECTS.get(name, False) for name in SPEAKERS},
+        "code_predictor_config": {
+            "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": heads,
+            "num_key_value_heads": 2, "head_dim": head_dim, "hidden_act": "silu", "rms_norm_eps": 1e-6,
+            "rope_theta": 1000000, "rope_scaling": None, "max_position_embeddings": 65536,
+            "vocab_size": 2048, "num_code_groups": 16, "layer_types": ["full_attention"] * 2,
+            "attention_bias": False, "use_sliding_window": False,
+        },
+    }  # fmt: skip
+    return {
+        "architectures": ["Qwen3TTSForConditionalGeneration"], "model_type": "qwen3_tts",
+        "tokenizer_type": "qwen3_tts_tokenizer_12hz", "tts_model_size": "0b6", "tts_model_type": "custom_voice",
+        "im_start_token_id": 151644, "im_end_token_id": 151645, "tts_pad_token_id": 151671,
+        "tts_bos_token_id": 151672, "tts_eos_token_id": 151673, "assistant_token_id": 77091,
+        "speaker_encoder_config": {"enc_dim": 32, "sample_rate": 24000},
+        "talker_config": talker,
+    }  # fmt: skip
+
+
+def tiny_speech_config() -> dict:
+    return {
+        "architectures": ["Qwen3TTSTokenizerV2Model"], "model_type": "qwen3_tts_tokenizer_12hz",
+        "encoder_valid_num_quantizers": 16, "input_sample_rate": 24000, "output_sample_rate": 24000,
+        "decode_upsample_rate": 1920, "encode_downsample_rate": 1920,
+        "decoder_config": {
+            "attention_bias": False, "latent_dim": 32, "codebook_dim": 16, "codebook_size": 2048,
+            "decoder_dim": 32, "hidden_act": "silu", "hidden_size": 16, "intermediate_size": 32,
+            "layer_scale_initial_scale": 0.01, "max_position_embeddings": 8000, "head_dim": 8,
+            "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 4, "num_quantizers": 16,
+            "num_semantic_quantizers": 1, "rms_norm_eps": 1e-5, "rope_theta": 10000, "semantic_codebook_size": 4096,
+            "sliding_window": 72, "upsample_rates": [8, 5, 4, 3], "upsampling_ratios": [2, 2],
+            "vector_quantization_hidden_dimension": 512,
+        },
+    }  # fmt: skip
+
+
+GENERATION_CONFIG = {
+    "do_sample": True, "repetition_penalty": 1.05, "temperature": 0.9, "top_p": 1.0, "top_k": 50,
+    "subtalker_dosample": True, "subtalker_temperature": 0.9, "subtalker_top_p": 1.0, "subtalker_top_k": 50,
+    "max_new_tokens": 8192,
+}  # fmt: skip
+
+
+def all_args(config: dict | None = None, speech_config: dict | None = None):
+    from epub2audio.voices.qwen3tts.checkpoint import read_args
+
+    return read_args(config or tiny_config(), speech_config or tiny_speech_config())
+
+
+def _fill(shapes: dict, gen: torch.Generator, logit_scale: float = 3.0) -> dict[str, torch.Tensor]:
+    randn = partial(torch.randn, generator=gen)
+    rand = partial(torch.rand, generator=gen)
+    out = {}
+    for key, shape in shapes.items():
+        if key.endswith("norm.weight") or key.endswith("layernorm.weight"):
+            t = 1.0 + 0.1 * randn(shape)
+        elif key.endswith(".bias"):
+            t = 0.05 * randn(shape)
+        elif key.endswith("embedding.weight") or ".codec_embedding." in key:
+            t = randn(shape)
+        elif key.endswith("codec_head.weight") or ".lm_head." in key:
+            t = randn(shape) * (logit_scale / math.sqrt(shape[1]))
+        elif key.endswith("cluster_usage"):
+            t = 0.5 + rand(shape)
+        elif key.endswith("embedding_sum"):
+            t = randn(shape)
+        elif key.endswith(".alpha") or key.endswith(".beta"):
+            t = 0.2 * randn(shape)
+        elif key.endswith("layer_scale.scale") or key.endswith("gamma"):
+            t = 0.1 + 0.1 * rand(shape)
+        else:  # linear / conv weights, ~unit gain
+            t = randn(shape) / math.sqrt(max(1, math.prod(shape[1:])))
+        out[key] = t.contiguous()
+    return out
+
+
+def random_state_dicts(seed: int = 0, config: dict | None = None, speech_config: dict | None = None):
+    """(model.safetensors dict, speech_tokenizer/model.safetensors dict), fp32, official keys."""
+    talker, cp, dec = all_args(config, speech_config)
+    gen = torch.Generator().manual_seed(seed)
+    main = {"talker." + k: v for k, v in _fill(expected_shapes(Talker, talker), gen).items()}
+    main.update({"talker.code_predictor." + k: v for k, v in _fill(expected_shapes(CodePredictor, cp), gen).items()})
+    speech = {"decoder." + k: v for k, v in _fill(expected_shapes(Decoder, dec), gen).items()}
+    return main, speech
+
+
+def write_tokenizer(d: Path) -> None:
+    b2u = _bytes_to_unicode()
+    vocab: dict[str, int] = {}
+    for b in range(256):
+        vocab.setdefault(b2u[b], len(vocab))
+    merges = _train_merges(_CORPUS, 150)
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab))
+    # "assistant" as one token: a chain of merges no earlier merge can pre-empt (all its pieces
+    # are built left to right from "a"), placed first so they win
+    chain, piece = [], ASSISTANT[0]
+    for ch in ASSISTANT[1:]:
+        chain.append((piece, ch))
+        piece += ch
+    merges = chain + [m for m in merges if m not in chain]
+    for a, b in chain:
+        vocab.setdefault(a + b, len(vocab))
+    (d / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    (d / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
+    added = {
+        str(i): {"content": tok, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
+                 "special": True}
+        for i, tok in SPECIAL_TOKENS.items()
+    }  # fmt: skip
+    config = {
+        "add_prefix_space": False, "added_tokens_decoder": added, "bos_token": None,
+        "additional_special_tokens": [t for t in SPECIAL_TOKENS.values() if t != "<|endoftext|>"],
+        "clean_up_tokenization_spaces": False, "eos_token": "<|im_end|>", "errors": "replace",
+        "model_max_length": 131072, "pad_token": "<|endoftext|>", "split_special_tokens": False,
+        "tokenizer_class": "Qwen2Tokenizer", "unk_token": None,
+    }  # fmt: skip
+    (d / "tokenizer_config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+
+
+def write_tiny_model(d: Path, seed: int = 0) -> Path:
+    d = Path(d)
+    (d / "speech_tokenizer").mkdir(parents=True, exist_ok=True)
+    main, speech = random_state_dicts(seed)
+    (d / "config.json").write_text(json.dumps(tiny_config(), indent=2), encoding="utf-8")
+    (d / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2), encoding="utf-8")
+    save_file({k: v.to(torch.bfloat16) for k, v in main.items()}, str(d / "model.safetensors"))
+    (d / "speech_tokenizer" / "config.json").write_text(json.dumps(tiny_speech_config(), indent=2), encoding="utf-8")
+    save_file(speech, str(d / "speech_tokenizer" / "model.safetensors"))
+    write_tokenizer(d)
+    return d
