@@ -29,7 +29,7 @@ import torch
 
 from epub2audio.errors import InputError
 
-from ..cosyvoice3 import meta
+from .shells import build, expected_shapes  # noqa: F401 (part of this module's API)
 
 SAMPLE_RATE = 24000
 FRAME_RATE = 12.5
@@ -81,21 +81,6 @@ class GenerationArgs:
                 raise ValueError(f"{name} must be a number, got {v!r}")
             out[name] = kind(v)
         return cls(**out)
-
-
-def build(cls, args, state_dict: Mapping[str, torch.Tensor], dtype: torch.dtype = torch.float32):
-    """A module of `cls(args)` holding `state_dict`'s tensors (cast to `dtype`), strict keys/shapes."""
-    with meta.shell():
-        module = cls(args)
-    sd = {k: v.to(dtype) for k, v in state_dict.items()}
-    module.load_state_dict(sd, strict=True, assign=True)
-    return module.eval()
-
-
-def expected_shapes(cls, args) -> dict[str, tuple[int, ...]]:
-    with meta.shell():
-        module = cls(args)
-    return {k: tuple(v.shape) for k, v in module.state_dict().items()}
 
 
 @dataclass(frozen=True)

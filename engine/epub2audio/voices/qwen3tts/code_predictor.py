@@ -104,7 +104,7 @@ class CodePredictor(nn.Module):
 
     @classmethod
     def from_state_dict(cls, args: CodePredictorArgs, state_dict, dtype=torch.float32) -> CodePredictor:
-        from .checkpoint import build
+        from .shells import build
 
         return build(cls, args, cls.own_keys(state_dict), dtype)
 

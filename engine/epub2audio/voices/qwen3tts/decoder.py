@@ -363,7 +363,7 @@ class Decoder(nn.Module):
 
     @classmethod
     def from_state_dict(cls, args: DecoderArgs, state_dict, dtype=torch.float32) -> Decoder:
-        from .checkpoint import build
+        from .shells import build
 
         return build(cls, args, state_dict, dtype)
 

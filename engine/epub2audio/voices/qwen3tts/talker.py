@@ -322,7 +322,7 @@ class Talker(nn.Module):
 
     @classmethod
     def from_state_dict(cls, args: TalkerArgs, state_dict: Mapping[str, torch.Tensor], dtype=torch.float32) -> Talker:
-        from .checkpoint import build
+        from .shells import build
 
         return build(cls, args, cls.own_keys(state_dict), dtype)
 
