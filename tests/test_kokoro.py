@@ -162,7 +162,7 @@ def test_voice_list_names_the_kokoro_family_without_a_runtime(data_dir):
     proc = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "FAMILY", "LANGUAGES", "RATE", "ABOUT"]
+    assert lines[0].split() == ["NAME", "FAMILY", "LANGUAGES", "RATE", "SPEED", "ABOUT"]
     assert lines[1].split()[:5] == ["joe", "Piper", "en", "22050", "Hz"]
     kokoro_rows = [line.split()[:5] for line in lines if line.startswith("kokoro:")]
     assert kokoro_rows == [[f"kokoro:{s}", "Kokoro", "en,ja", "24000", "Hz"] for s in
