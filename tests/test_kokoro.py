@@ -180,7 +180,7 @@ def test_voice_add_kokoro_with_the_users_npz(data_dir, tmp_path):
     saved = json.loads((data_dir / "voices" / "mine" / "kokoro.json").read_text())
     assert saved == {"model": str(model), "voices": str(voices), "style": "af_heart:0.6,am_adam:0.4", "speed": 1.1}
     listed = [line.split() for line in epub2audio("voice", "list").stdout.splitlines() if "kokoro:mine" in line]
-    assert listed == [["kokoro:mine", "Kokoro", "en,ja", "24000", "Hz", "your", "Kokoro", "files,", "style",
+    assert listed == [["kokoro:mine", "Kokoro", "en,ja", "24000", "Hz", "not", "measured", "your", "Kokoro", "files,", "style",
                        "af_heart:0.6,am_adam:0.4"]]
 
     from epub2audio.voices.catalog import resolve
