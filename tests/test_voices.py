@@ -148,3 +148,63 @@ def test_unknown_piper_voice_says_how_to_add_one(homes):
     with pytest.raises(InputError, match=r"^unknown voice 'piper:nope' \(Piper voices: none; add one with "
                                          r"`epub2audio voice add NAME --piper FILE.onnx`\)$"):
         catalog.resolve("piper:nope", config={})
+
+
+# ---- --voice auto: the book's language decides ---------------------------------------------------
+
+def test_auto_gives_an_english_book_joe_and_a_french_one_the_french_voice(homes, tmp_path, monkeypatch):
+    assert catalog.choose_voice("en-GB", {}) == ("joe", None)
+    assert catalog.choose_voice("", {}) == ("joe", None)
+    name, warning = catalog.choose_voice("fr-FR", {})
+    assert name == "joe"
+    assert warning == ("no installed voice speaks French (fr-FR): reading it with joe (English); for a voice in "
+                       "that language, add one with `epub2audio voice add NAME --piper FILE.onnx` "
+                       "(a Piper model and its .onnx.json)")
+    cache = tmp_path / "calibre-cache"
+    french_joe(cache / "piper-voices", "fr_FR-siwis-medium")
+    french_joe(cache / "piper-voices", "fr_FR-tom-medium")
+    monkeypatch.setenv("CALIBRE_CACHE_DIRECTORY", str(cache))
+    assert catalog.choose_voice("fr-FR", {}) == ("piper:fr_FR-siwis-medium", None)
+    preferred = {"preferred_voices": {"fr": "tom"}}
+    assert catalog.choose_voice("fr-FR", preferred) == ("piper:fr_FR-tom-medium", None)
+    assert catalog.choose_voice("en-US", preferred) == ("joe", None)
+    assert catalog.language_warning("fr-FR", "piper:fr_FR-tom-medium") is None
+
+
+def test_voice_auto_reaches_the_job_unresolved_and_the_default_is_auto(homes):
+    import argparse
+
+    from epub2audio.options import job_options
+
+    args = argparse.Namespace(voice=None, model_dir=None, workers=None, ray=None)
+    assert job_options(args).voice == "auto"
+    (homes / "config.toml").write_text('voice = "tone"\n')
+    assert job_options(args).voice == "tone"
+
+
+def test_the_segment_key_names_the_voice_that_read_it():
+    from epub2audio.store import segment_key
+
+    joe_key = segment_key("joe", "piper:abc", "Call me Ishmael.", 5)
+    assert segment_key("piper:siwis", "piper:abc", "Call me Ishmael.", 5) != joe_key
+    assert segment_key("joe", "piper:abd", "Call me Ishmael.", 5) != joe_key
+    assert segment_key("joe", "piper:abc", "Call me Ishmael.", 5) == joe_key
+
+
+def test_a_french_book_under_auto_says_in_one_line_that_no_voice_speaks_french(corpus, homes, tmp_path, monkeypatch):
+    from test_languages import FRENCH_BOOK
+
+    # a chapter the book lacks stops the job right after the voice is chosen, before any audio
+    args = (corpus / FRENCH_BOOK, "--chapters", "999", "-o", tmp_path / "v.m4b", "--progress", "json")
+    run = epub2audio(*args)
+    warnings = [e["message"] for e in run.events("warning")]
+    assert run.code == 2 and len(warnings) == 2 and warnings[0].startswith("2.5 % of the text is not read")
+    assert warnings[1] == ("no installed voice speaks French (fr): reading it with joe (English); for a voice in "
+                           "that language, add one with `epub2audio voice add NAME --piper FILE.onnx` "
+                           "(a Piper model and its .onnx.json)")
+    cache = tmp_path / "calibre-cache"
+    french_joe(cache / "piper-voices", "fr_FR-siwis-medium")
+    monkeypatch.setenv("CALIBRE_CACHE_DIRECTORY", str(cache))
+    run = epub2audio(*args)
+    warnings = [e["message"] for e in run.events("warning")]
+    assert run.code == 2 and len(warnings) == 1 and warnings[0].startswith("2.5 % of the text is not read")

@@ -32,7 +32,9 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, help="the M4B to write (default: next to the book)")
     p.add_argument("--list-chapters", action="store_true", help="show the chapters and what is skipped, then stop")
     p.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1-3,7 (numbers from --list-chapters)")
-    p.add_argument("--voice", help="joe (default, the embedded voice), tone, or a saved CosyVoice3 voice (see `epub2audio voice list`)")
+    p.add_argument("--voice", help="auto (default: an installed voice that speaks the book's language; joe for "
+                                   "English), joe, kokoro:NAME, piper:NAME, cosyvoice3:NAME or tone "
+                                   "(see `epub2audio voice list`)")
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     p.add_argument("--llm-backend", choices=("auto", "torch", "mlx", "onnx"),
                    help="CosyVoice3 LLM stage: auto = the fastest measured: MLX on Apple Silicon, ONNX Runtime elsewhere; torch = the faithful reference")
@@ -95,7 +97,8 @@ def library_parser() -> argparse.ArgumentParser:
     p.add_argument("in_dir", type=Path, metavar="IN_DIR", help="the folder of EPUBs (searched through)")
     p.add_argument("--out", "-o", dest="out_dir", type=Path, required=True, metavar="OUT_DIR",
                    help="where the M4Bs go, in the same folders as the EPUBs under IN_DIR")
-    p.add_argument("--voice", help="joe (default), tone, or a saved CosyVoice3 voice")
+    p.add_argument("--voice", help="auto (default: each book's language decides; joe for English), joe, "
+                                   "kokoro:NAME, piper:NAME, cosyvoice3:NAME or tone (see `epub2audio voice list`)")
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     p.add_argument("--workers", type=int, help="workers shared by all books (default 1; with --ray: one per "
                                               "free CPU of the cluster)")

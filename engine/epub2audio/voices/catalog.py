@@ -302,6 +302,40 @@ def languages_of(voice: str) -> tuple[str, ...] | None:
     return SPEAKS.get(voice)
 
 
+AUTO = "auto"
+ADD_A_VOICE = "add one with `epub2audio voice add NAME --piper FILE.onnx` (a Piper model and its .onnx.json)"
+
+
+def _matches(preference: str, voice: str) -> bool:
+    """calibre-style preference → voice: the full name, the name without its family, or one
+    dash-separated part of it ("siwis" is piper:fr_FR-siwis-medium)."""
+    bare = voice.split(":", 1)[-1]
+    return preference in (voice, bare) or preference in bare.split("-")
+
+
+def choose_voice(book_language: str | None, config: dict) -> tuple[str, str | None]:
+    """`--voice auto`: (the voice that reads the book, a one-line warning or None).
+
+    The installed voices that speak the book's language, in `voice list` order (joe first, so an
+    English book, or one that names no language, gets joe); config.toml's [preferred_voices]
+    (language → voice, as calibre's preferred_voices) chooses among them."""
+    from ..book.language import name, primary
+
+    code = primary(book_language)
+    preferred = config.get("preferred_voices") or {}
+    wanted = preferred.get(book_language or "") or preferred.get(code) if isinstance(preferred, dict) else None
+    if not code:
+        return (str(preferred.get("en")) if isinstance(preferred, dict) and preferred.get("en") else "joe"), None
+    speakers = [row.name for row in listing() if code in row.languages]
+    if wanted:
+        chosen = next((v for v in speakers if _matches(str(wanted), v)), None)
+        return chosen or str(wanted), None  # not installed: resolve() names what is
+    if speakers:
+        return speakers[0], None
+    return "joe", (f"no installed voice speaks {name(book_language)}: reading it with joe (English); "
+                   f"for a voice in that language, {ADD_A_VOICE}")
+
+
 def language_changes_audio(voice: str) -> bool:
     voice = ALIASES.get(voice, voice)
     return voice in LANGUAGE_AUDIO_VOICES or voice.startswith("kokoro:")  # Kokoro: English or Japanese phonemes
@@ -323,7 +357,7 @@ def language_warning(book_language: str, voice: str) -> str | None:
     if code in COSYVOICE3_LANGUAGES:
         profiles = [f"cosyvoice3:{p}" for p in saved_profiles()]
         others += profiles or ["a CosyVoice3 voice (make one with `epub2audio voice add NAME --wav FILE`)"]
-    speakers = ", ".join(others) if others else "none of the voices here"
+    speakers = ", ".join(others) if others else f"none installed; {ADD_A_VOICE}"
     spoken_names = ", ".join(name(c) for c in spoken)
     return (f"the book is in {name(book_language)} but voice {voice} speaks {spoken_names}; "
             f"voices that speak {name(book_language).split(' (')[0]}: {speakers}")
