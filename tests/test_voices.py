@@ -208,3 +208,20 @@ def test_a_french_book_under_auto_says_in_one_line_that_no_voice_speaks_french(c
     run = epub2audio(*args)
     warnings = [e["message"] for e in run.events("warning")]
     assert run.code == 2 and len(warnings) == 1 and warnings[0].startswith("2.5 % of the text is not read")
+
+
+# ---- calibre's data-calibre-tts ------------------------------------------------------------------
+
+def test_calibre_tts_skip_is_not_read_and_accounted_as_structure(tmp_path):
+    from epub_factory import make_epub, xhtml
+
+    from epub2audio.book.epub import load_book
+    from epub2audio.book.model import Skipped
+
+    body = xhtml("<h1>One</h1><p>Read this sentence aloud.</p>"
+                 '<div data-calibre-tts="__skip__"><p>Not this one.</p><p>Nor this.</p></div>'
+                 """<p data-calibre-tts='{"voice": "__skip__"}'>Or this.</p><p>But this, again.</p>""")
+    book = load_book(make_epub(tmp_path, {"one.xhtml": body}, nav=[("One", "one.xhtml")]))
+    assert book.chapters[0].paragraphs == ["One", "Read this sentence aloud.", "But this, again."]
+    assert Skipped("Passages marked not to be read", 'calibre\'s data-calibre-tts="__skip__"',
+                   len("Not this one.") + len("Nor this.") + len("Or this."), "structure") in book.skipped
