@@ -5,6 +5,7 @@ that cannot import a model runtime. (The add/refuse/calibre-listing basics: test
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -68,8 +69,6 @@ def test_voice_list_with_piper_voices_imports_no_runtime(homes, tmp_path):
                "sys.meta_path.insert(0, Refuse())\n"
                "from epub2audio.cli import main\n"
                "sys.exit(main(['voice', 'list']))\n")
-    import os
-
     env = {**os.environ, "CALIBRE_CACHE_DIRECTORY": str(cache)}
     proc = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True, env=env)
     assert (proc.returncode, proc.stderr) == (0, "")
@@ -91,16 +90,22 @@ def test_voice_add_piper_takes_no_other_family_options(homes, tmp_path):
 
 def test_a_users_piper_voice_reads_a_book_through_the_worker(homes, tmp_path):
     assert epub2audio("voice", "add", "siwis", "--piper", str(french_joe(tmp_path / "m", "siwis"))).code == 0
-    assert "piper:siwis" in catalog.language_warning("fr", "joe")
+    cosyvoice = "a CosyVoice3 voice (make one with `epub2audio voice add NAME --wav FILE`)"
+    assert catalog.language_warning("fr", "joe") == (
+        f"the book is in French (fr) but voice joe speaks English (en); voices that speak French: piper:siwis, {cosyvoice}")
     out = tmp_path / "fox.m4b"
-    run = epub2audio(SAMPLE, "-o", out, "--voice", "siwis", "--chapters", "1", "--no-verify",
-                     "--progress", "json")
+    args = (SAMPLE, "-o", out, "--voice", "siwis", "--chapters", "1", "--no-verify", "--progress", "json")
+    run = epub2audio(*args)
     assert run.code == 0, run.stderr
     [voice] = run.events("voice")
     assert (voice["name"], voice["narrator"], voice["backend"], voice["sample_rate"]) == \
            ("piper:siwis", "siwis (Piper fr_FR medium)", "onnxruntime", 22050)
-    warnings = [e["message"] for e in run.events("warning")]
-    assert ("the book is in English but voice piper:siwis speaks French; voices that speak English: joe"
-            in [w.split(" (")[0] if w.startswith("the book is in") else w for w in warnings]) or \
-           any(w.startswith("the book is in English") and "voice piper:siwis speaks French" in w for w in warnings)
-    assert run.events("done")[0]["output"] == str(out) and out.stat().st_size > 0
+    kokoro = [f"kokoro:{s}" for s in catalog.KOKORO_STYLES] if catalog.kokoro_installed() else []
+    assert run.events("warning")[1]["message"] == (
+        "the book is in English (en) but voice piper:siwis speaks French (fr); voices that speak English: "
+        + ", ".join(["joe", *kokoro, cosyvoice]))
+    done = run.events("done")[0]
+    assert (done["output"], done["chapters"], done["segments_rendered"]) == (str(out), 1, 4)
+    again = epub2audio(*args)  # the stored segments are keyed to piper:siwis: all reused
+    assert again.code == 0, again.stderr
+    assert (again.events("plan")[0]["cached"], again.events("plan")[0]["to_render"]) == (4, 0)
