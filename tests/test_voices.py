@@ -225,3 +225,23 @@ def test_calibre_tts_skip_is_not_read_and_accounted_as_structure(tmp_path):
     assert book.chapters[0].paragraphs == ["One", "Read this sentence aloud.", "But this, again."]
     assert Skipped("Passages marked not to be read", 'calibre\'s data-calibre-tts="__skip__"',
                    len("Not this one.") + len("Nor this.") + len("Or this."), "structure") in book.skipped
+
+
+def test_a_voice_whose_audio_depends_on_the_language_is_told_the_books(tmp_path):
+    """A whole Japanese book reaches Kokoro tagged "ja"; joe (language-blind) keeps its old keys."""
+    from dataclasses import replace
+
+    from epub_factory import make_epub, xhtml
+
+    from epub2audio.book.epub import load_book
+    from epub2audio.render import plan_segments
+    from epub2audio.store import segment_key
+
+    book = load_book(make_epub(tmp_path, {"one.xhtml": xhtml("<h1>One</h1><p>Kanji only here.</p>")},
+                               nav=[("One", "one.xhtml")]))
+    book = replace(book, language="ja")
+    kokoro = plan_segments(book, [0], 5, "kokoro:jf_alpha", "kokoro:x")
+    joe = plan_segments(book, [0], 5, "joe", "piper:x")
+    assert [s.lang for s in kokoro] == ["ja"] * len(kokoro) and [s.lang for s in joe] == [None] * len(joe)
+    assert [s.key for s in joe] == [segment_key("joe", "piper:x", s.text, s.seed) for s in joe]
+    assert [s.key for s in kokoro] == [segment_key("kokoro:jf_alpha", "kokoro:x", s.text, s.seed, "ja") for s in kokoro]

@@ -241,8 +241,11 @@ def plan_segments(book: Book, chapter_indices: list[int], job_seed: int, voice: 
             occurrence = seen[text]
             seen[text] += 1
             seed = segment_seed(job_seed, text, occurrence)
-            planned.append(PlannedSegment(ci, seg.index, _key(voice, model_id, text, seed, seg.lang),
-                                          text, seed, seg.pause_after_ms, seg.lang, source))
+            # A voice whose audio depends on the language is told the book's too (a whole Japanese
+            # book must not reach Kokoro untagged); the others only hear of foreign passages.
+            lang = seg.lang or (book.language if book.language and language_changes_audio(voice) else None)
+            planned.append(PlannedSegment(ci, seg.index, _key(voice, model_id, text, seed, lang),
+                                          text, seed, seg.pause_after_ms, lang, source))
     return planned
 
 
