@@ -2,8 +2,8 @@
 
 import os
 
-from qt.core import (QCheckBox, QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton,
-                     QSpinBox, QVBoxLayout, QWidget)
+from qt.core import (QApplication, QCheckBox, QComboBox, QDesktopServices, QFileDialog, QFormLayout, QHBoxLayout,
+                     QLabel, QLineEdit, QPushButton, Qt, QSpinBox, QUrl, QVBoxLayout, QWidget)
 
 from calibre_plugins.epub2audio.prefs import prefs
 
@@ -57,9 +57,17 @@ class ConfigWidget(QWidget):
         form.addRow('epub2audio &program:', self.engine_path)
 
         self.voice = QLineEdit(prefs['voice'], self)
-        self.voice.setPlaceholderText('joe (the default voice)')
-        self.voice.setToolTip('The voice name passed to epub2audio --voice ("tone" is a quick test voice)')
-        form.addRow('&Voice:', self.voice)
+        self.voice.setPlaceholderText('auto: the book\'s language decides (joe for English)')
+        self.voice.setToolTip('The voice name passed to epub2audio --voice: auto (default), joe, kokoro:jm_kumo '
+                              '(heard best, about 7 times slower than joe), piper:NAME, ... '
+                              '(`epub2audio voice list` shows them; "tone" is a quick test voice)')
+        voice_row = QHBoxLayout()
+        voice_row.addWidget(self.voice, 1)
+        self.try_button = QPushButton('&Try voice', self)
+        self.try_button.setToolTip('Hear a short sample of this voice (epub2audio voice try)')
+        self.try_button.clicked.connect(self.try_voice)
+        voice_row.addWidget(self.try_button)
+        form.addRow('&Voice:', voice_row)
 
         self.chapters = QLineEdit(prefs['chapters'], self)
         self.chapters.setPlaceholderText('all chapters')
@@ -89,6 +97,34 @@ class ConfigWidget(QWidget):
         self.keep_job_files.setChecked(bool(prefs['keep_job_files']))
         layout.addWidget(self.keep_job_files)
         layout.addStretch(1)
+
+    def try_voice(self):
+        import tempfile
+
+        from calibre.gui2 import error_dialog
+        from calibre_plugins.epub2audio.engine import EngineError, find_engine, try_voice
+
+        voice = self.voice.text().strip()
+        if voice == 'auto':
+            voice = ''  # a sample has no book: the voice an English book gets
+        try:
+            engine = find_engine(self.engine_path.text())
+        except EngineError as error:
+            error_dialog(self, 'epub2audio not found', str(error), show=True)
+            return
+        wav = os.path.join(tempfile.mkdtemp(prefix='epub2audio-try-'), 'sample.wav')
+        self.try_button.setEnabled(False)
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        try:
+            ok, message = try_voice(engine, voice, wav)
+        finally:
+            QApplication.restoreOverrideCursor()
+            self.try_button.setEnabled(True)
+        if not ok:
+            error_dialog(self, 'No voice sample', message, show=True)
+            return
+        self.try_button.setToolTip(message)
+        QDesktopServices.openUrl(QUrl.fromLocalFile(wav))  # the system's player
 
     def validate(self):
         path = self.engine_path.text()

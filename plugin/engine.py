@@ -134,6 +134,24 @@ def build_command(engine: str, epub: str, output: str, meta: str | None = None, 
     return cmd
 
 
+def try_voice(engine: str, voice: str, wav: str, env: dict | None = None, timeout: float = 300) -> tuple[bool, str]:
+    """`epub2audio voice try VOICE -o WAV` (the settings' "Try voice" button): (True, the engine's
+    line about the sample) or (False, one line saying why there is none). An empty voice is the
+    engine's default for an English book, joe."""
+    cmd = [engine, "voice", "try", (voice or "").strip() or "joe", "-o", wav]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              env=sanitized_env() if env is None else env)
+    except subprocess.TimeoutExpired:
+        return False, f"the voice sample took over {timeout:g} s"
+    except OSError as error:
+        return False, f"could not run {engine}: {error.strerror or error}"
+    if proc.returncode != 0 or not os.path.isfile(wav):
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        return False, _stderr_message(lines[-1]) if lines else _describe_exit(proc.returncode)
+    return True, one_line(proc.stdout)
+
+
 READALONG_CHOICES = ("", "epub", "folder")
 
 

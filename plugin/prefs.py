@@ -8,7 +8,8 @@ prefs = JSONConfig('plugins/epub2audio')
 # The epub2audio program to run (absolute path). Empty: look for it on PATH and in the usual
 # install places (~/.local/bin, ~/.venvs/epub2audio/bin, pipx).
 prefs.defaults['engine_path'] = ''
-# The voice name passed as --voice; empty means the engine's own default (joe).
+# The voice name passed as --voice; empty means the engine's own default (auto: the book's
+# language decides, joe for English).
 prefs.defaults['voice'] = ''
 # Only these chapters (epub2audio --chapters syntax, e.g. "1-3,7"); empty means the whole book.
 prefs.defaults['chapters'] = ''

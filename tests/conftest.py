@@ -1,5 +1,6 @@
 """Shared pytest fixtures."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -14,3 +15,9 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.fail(f"EPUB test corpus not found at {CORPUS}")
     return CORPUS
+
+
+@pytest.fixture(autouse=True)
+def _no_calibre_cache_outside(tmp_path_factory, monkeypatch):
+    """calibre's Piper voices are looked for in its cache: never the real one in a test."""
+    monkeypatch.setenv("CALIBRE_CACHE_DIRECTORY", str(tmp_path_factory.mktemp("no-calibre-cache")))

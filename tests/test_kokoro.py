@@ -162,7 +162,7 @@ def test_voice_list_names_the_kokoro_family_without_a_runtime(data_dir):
     proc = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "FAMILY", "LANGUAGES", "RATE", "ABOUT"]
+    assert lines[0].split() == ["NAME", "FAMILY", "LANGUAGES", "RATE", "SPEED", "ABOUT"]
     assert lines[1].split()[:5] == ["joe", "Piper", "en", "22050", "Hz"]
     kokoro_rows = [line.split()[:5] for line in lines if line.startswith("kokoro:")]
     assert kokoro_rows == [[f"kokoro:{s}", "Kokoro", "en,ja", "24000", "Hz"] for s in
@@ -180,7 +180,7 @@ def test_voice_add_kokoro_with_the_users_npz(data_dir, tmp_path):
     saved = json.loads((data_dir / "voices" / "mine" / "kokoro.json").read_text())
     assert saved == {"model": str(model), "voices": str(voices), "style": "af_heart:0.6,am_adam:0.4", "speed": 1.1}
     listed = [line.split() for line in epub2audio("voice", "list").stdout.splitlines() if "kokoro:mine" in line]
-    assert listed == [["kokoro:mine", "Kokoro", "en,ja", "24000", "Hz", "your", "Kokoro", "files,", "style",
+    assert listed == [["kokoro:mine", "Kokoro", "en,ja", "24000", "Hz", "not", "measured", "your", "Kokoro", "files,", "style",
                        "af_heart:0.6,am_adam:0.4"]]
 
     from epub2audio.voices.catalog import resolve

@@ -57,14 +57,13 @@ def test_watch_and_library_take_the_cosyvoice3_settings_from_config_toml(tmp_pat
     """They have no per-voice flags, so config.toml alone sets these (the watcher once passed none)."""
     (tmp_path / "config.toml").write_text('llm_backend = "torch"\nllm_precision = "bf16"\ndevice = "cpu"\n')
     monkeypatch.setenv("EPUB2AUDIO_CONFIG", str(tmp_path / "config.toml"))
-    from epub2audio.voices import catalog
-
+    # --voice auto (the default) carries them to render.convert, which resolves the book's voice with them
     seen = []
-    real = catalog.resolve
-    monkeypatch.setattr(catalog, "resolve", lambda name, **kw: seen.append(kw["extra"]) or real("tone", **kw))
     for args in (watch_parser().parse_args([str(tmp_path), "--out", str(tmp_path)]),
                  library_parser().parse_args([str(tmp_path), "--out", str(tmp_path)]),
                  convert_parser().parse_args(["b.epub", "--llm-precision", "fp32"])):
-        options.job_options(args)
+        built = options.job_options(args)
+        assert built.voice == "auto"
+        seen.append(built.voice_options["extra"])
     assert [(e["llm_backend"], e["llm_precision"], e["device"]) for e in seen] == [
         ("torch", "bf16", "cpu"), ("torch", "bf16", "cpu"), ("torch", "fp32", "cpu")]  # the book's flag wins

@@ -437,3 +437,31 @@ def test_plugin_zip_is_deterministic_and_has_the_layout_calibre_needs(tmp_path):
         assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in zf.infolist())
         assert zf.read("images/icon.png").startswith(b"\x89PNG\r\n\x1a\n")
         assert b"qt.core" not in zf.read("__init__.py") and b"qt.core" not in zf.read("prefs.py")
+
+
+# ---- the settings' "Try voice" button --------------------------------------------------------------
+
+def test_try_voice_runs_voice_try_and_reports_its_line(tmp_path):
+    fake = fake_engine(tmp_path, """
+        import sys
+        out = sys.argv[sys.argv.index("-o") + 1]
+        open(out, "wb").write(b"RIFF")
+        print("Wrote " + out + ": 2.0 s of audio in 0.20 s (RTF 0.100 on this machine).")
+        open(out + ".argv", "w").write(" ".join(sys.argv[1:]))
+    """)
+    wav = str(tmp_path / "s.wav")
+    ok, message = engine.try_voice(str(fake), "", wav)
+    assert (ok, message) == (True, f"Wrote {wav}: 2.0 s of audio in 0.20 s (RTF 0.100 on this machine).")
+    assert Path(wav + ".argv").read_text() == f"voice try joe -o {wav}"
+    engine.try_voice(str(fake), " kokoro:jm_kumo ", wav)
+    assert Path(wav + ".argv").read_text() == f"voice try kokoro:jm_kumo -o {wav}"
+
+
+def test_try_voice_gives_the_engines_one_line_when_it_fails(tmp_path):
+    fake = fake_engine(tmp_path, """
+        import sys
+        print("epub2audio: error: unknown voice 'piper:nope' (Piper voices: none)", file=sys.stderr)
+        sys.exit(2)
+    """)
+    ok, message = engine.try_voice(str(fake), "piper:nope", str(tmp_path / "s.wav"))
+    assert not ok and message == "unknown voice 'piper:nope' (Piper voices: none)"

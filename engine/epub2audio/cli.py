@@ -32,7 +32,9 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, help="the M4B to write (default: next to the book)")
     p.add_argument("--list-chapters", action="store_true", help="show the chapters and what is skipped, then stop")
     p.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1-3,7 (numbers from --list-chapters)")
-    p.add_argument("--voice", help="joe (default, the embedded voice), tone, or a saved CosyVoice3 voice (see `epub2audio voice list`)")
+    p.add_argument("--voice", help="auto (default: an installed voice that speaks the book's language; joe for "
+                                   "English), joe, kokoro:NAME, piper:NAME, cosyvoice3:NAME or tone "
+                                   "(see `epub2audio voice list`)")
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     p.add_argument("--llm-backend", choices=("auto", "torch", "mlx", "onnx"),
                    help="CosyVoice3 LLM stage: auto = the fastest measured: MLX on Apple Silicon, ONNX Runtime elsewhere; torch = the faithful reference")
@@ -95,7 +97,8 @@ def library_parser() -> argparse.ArgumentParser:
     p.add_argument("in_dir", type=Path, metavar="IN_DIR", help="the folder of EPUBs (searched through)")
     p.add_argument("--out", "-o", dest="out_dir", type=Path, required=True, metavar="OUT_DIR",
                    help="where the M4Bs go, in the same folders as the EPUBs under IN_DIR")
-    p.add_argument("--voice", help="joe (default), tone, or a saved CosyVoice3 voice")
+    p.add_argument("--voice", help="auto (default: each book's language decides; joe for English), joe, "
+                                   "kokoro:NAME, piper:NAME, cosyvoice3:NAME or tone (see `epub2audio voice list`)")
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     p.add_argument("--workers", type=int, help="workers shared by all books (default 1; with --ray: one per "
                                               "free CPU of the cluster)")
@@ -155,9 +158,11 @@ def run_regen(args: argparse.Namespace) -> int:
 def voice_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="epub2audio voice", description="Manage voices.")
     sub = p.add_subparsers(dest="action", required=True)
-    add = sub.add_parser("add", help="make a CosyVoice3 voice from a short recording (3–30 s), or a Kokoro "
-                                     "voice from your own Kokoro files (--kokoro)")
+    add = sub.add_parser("add", help="make a CosyVoice3 voice from a short recording (3–30 s), a Kokoro "
+                                     "voice from your own Kokoro files (--kokoro), or use a Piper model (--piper)")
     add.add_argument("name")
+    add.add_argument("--piper", type=Path, metavar="FILE.onnx",
+                     help="Piper: a voice model, with its FILE.onnx.json beside it (any language espeak-ng speaks)")
     add.add_argument("--wav", type=Path, help="CosyVoice3: the reference recording (≥16 kHz, ≤30 s)")
     add.add_argument("--kokoro", type=Path, metavar="MODEL.onnx",
                      help="Kokoro: the model file (kokoro-v1.0.onnx or its int8 export)")
@@ -169,20 +174,40 @@ def voice_parser() -> argparse.ArgumentParser:
     add.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder")
     add.add_argument("--max-seconds", type=float,
                      help="cut the recording at a pause before this length (a shorter prompt makes every segment faster)")
-    sub.add_parser("list", help="the voices you can use")
+    sub.add_parser("list", help="the voices you can use, with the speed `voice try` measured here")
+    trial = sub.add_parser("try", help="say a short text with a voice into a WAV, and measure its speed here")
+    trial.add_argument("name", help="a voice from `epub2audio voice list`")
+    trial.add_argument("text", nargs="?", help="what to say (default: a sentence in the voice's language)")
+    trial.add_argument("-o", "--output", type=Path, help="the WAV to write (default: NAME-sample.wav)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
 
 def run_voice(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .voices.catalog import add_kokoro, add_profile, listing
+    from .voices.catalog import add_kokoro, add_piper, add_profile, listing
+
+    from .voices.trial import measured_speeds, try_voice
 
     if args.action == "list":
-        print(f"{'NAME':<24} {'FAMILY':<10} {'LANGUAGES':<26} {'RATE':>8}  ABOUT")
+        speeds = measured_speeds()
+        print(f"{'NAME':<24} {'FAMILY':<16} {'LANGUAGES':<26} {'RATE':>8}  {'SPEED':<14} ABOUT")
         for row in listing():
-            print(f"{row.name:<24} {row.family:<10} {','.join(row.languages) or '-':<26} "
-                  f"{row.sample_rate:>5} Hz  {row.about}")
+            speed = f"RTF {speeds[row.name]:.3f}" if row.name in speeds else "not measured"
+            print(f"{row.name:<24} {row.family:<16} {','.join(row.languages) or '-':<26} "
+                  f"{row.sample_rate:>5} Hz  {speed:<14} {row.about}")
+        return EXIT_OK
+    if args.action == "try":
+        out = args.output or Path(f"{args.name.replace(':', '-')}-sample.wav")
+        trial = try_voice(args.name, args.text, out)
+        print(f"Wrote {trial.path}: {trial.audio_seconds:.1f} s of audio in {trial.synth_seconds:.2f} s "
+              f"(RTF {trial.rtf:.3f} on this machine).")
+        return EXIT_OK
+    if args.piper is not None:
+        if any(v is not None for v in (args.wav, args.kokoro, args.voices, args.style)):
+            raise InputError("voice add: --piper takes no --wav, --kokoro, --voices or --style")
+        saved = add_piper(args.name, args.piper)
+        print(f"Saved voice {saved.name} ({', '.join(saved.languages)}, {saved.sample_rate} Hz).")
         return EXIT_OK
     if args.kokoro is not None or args.voices is not None or args.style is not None:
         if args.wav is not None:

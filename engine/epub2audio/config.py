@@ -2,7 +2,8 @@
 
 Settings come from, weakest first: built-in defaults, `~/.config/epub2audio/config.toml`,
 environment variables, command-line options. Keys in config.toml:
-  voice = "joe"                  workers = 1
+  voice = "auto"                 workers = 1     (auto: the book's language picks the voice)
+  [preferred_voices]             fr = "siwis"    (which voice auto picks for a language, as calibre's)
   memory_budget_mb = 2048        max_worker_memory_mb = 0      max_requests_per_worker = 0
   segment_timeout = 600          cosyvoice3_model_dir = "/path/to/Fun-CosyVoice3-0.5B"
   llm_backend = "auto"           llm_precision = "fp32"         flow_precision = "fp32"

@@ -69,11 +69,16 @@ class SharedPool:
     def __init__(self, make_pool):
         self.make_pool = make_pool
         self.pool = None
+        self.pools = {}  # one per voice: with --voice auto each book's language picks its own
         self.loaded = False  # the voice loaded once: a later JobFailed is the book's, not the pool's
 
-    def __call__(self, *args):
-        if self.pool is None:
-            self.pool = self.make_pool(*args)
+    def __call__(self, voice, voice_options, *args):
+        import json
+
+        key = (voice, json.dumps(voice_options, sort_keys=True, default=str))
+        if key not in self.pools:
+            self.pools[key] = self.make_pool(voice, voice_options, *args)
+        self.pool = self.pools[key]
         return self
 
     def details(self):
@@ -91,8 +96,8 @@ class SharedPool:
         pass  # the next book uses it
 
     def shutdown(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
+        for pool in self.pools.values():
+            pool.close()
 
 
 @dataclass

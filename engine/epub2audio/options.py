@@ -62,12 +62,17 @@ def job_options(args: argparse.Namespace, **reading):
     from .config import load_config, outputs, worker_policy
     from .library import worker_pool
     from .render import ConvertOptions
-    from .voices.catalog import resolve
+    from .voices.catalog import AUTO, VoiceChoice, resolve
 
     config = load_config()
     count = workers(args, config)
-    voice = resolve(args.voice or config.get("voice", "joe"), config=config, model_dir=args.model_dir,
-                    workers=max(1, count), extra=cosyvoice3_options(args, config))
+    name = args.voice or config.get("voice", AUTO)
+    if name == AUTO:  # the book's language decides; render.convert resolves it once the book is read
+        voice = VoiceChoice(AUTO, {"model_dir": str(args.model_dir) if args.model_dir else None,
+                                   "extra": cosyvoice3_options(args, config)})
+    else:
+        voice = resolve(name, config=config, model_dir=args.model_dir,
+                        workers=max(1, count), extra=cosyvoice3_options(args, config))
     options = ConvertOptions(voice=voice.name, voice_options=voice.options, threads_per_worker=voice.threads,
                              workers=count, policy=worker_policy(config),
                              verify=not getattr(args, "no_verify", False), pool=worker_pool(args.ray), **reading,

@@ -31,7 +31,7 @@ from .config import load_config
 from .errors import InputError, JobFailed
 from .progress import Eta, Progress
 from .store import PlannedSegment, SegmentStore, job_dir_for, segment_key, segment_seed
-from .voices.catalog import language_changes_audio, language_warning
+from .voices.catalog import AUTO, choose_voice, language_changes_audio, language_warning, resolve
 from .worker.supervisor import (SegmentCapped, SegmentFailed, Stopped, Supervisor, VoiceDetails, VoiceLoadFailed,
                                 WorkerPolicy)
 
@@ -40,7 +40,7 @@ DEFAULT_JOB_SEED = 1986
 
 @dataclass
 class ConvertOptions:
-    voice: str = "joe"
+    voice: str = "joe"  # "auto": the book's language decides (voices.catalog.choose_voice)
     voice_options: dict = field(default_factory=dict)  # what the worker needs to load the voice
     chapters: list[int] | None = None  # 0-based chapter indices; None = all
     workers: int = 1
@@ -241,8 +241,11 @@ def plan_segments(book: Book, chapter_indices: list[int], job_seed: int, voice: 
             occurrence = seen[text]
             seen[text] += 1
             seed = segment_seed(job_seed, text, occurrence)
-            planned.append(PlannedSegment(ci, seg.index, _key(voice, model_id, text, seed, seg.lang),
-                                          text, seed, seg.pause_after_ms, seg.lang, source))
+            # A voice whose audio depends on the language is told the book's too (a whole Japanese
+            # book must not reach Kokoro untagged); the others only hear of foreign passages.
+            lang = seg.lang or (book.language if book.language and language_changes_audio(voice) else None)
+            planned.append(PlannedSegment(ci, seg.index, _key(voice, model_id, text, seed, lang),
+                                          text, seed, seg.pause_after_ms, lang, source))
     return planned
 
 
@@ -458,7 +461,10 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
                                     image_alt=reading.image_alt), options.metadata)
     for warning in book.warnings:  # parts of the book that could not be read as they should
         progress.emit("warning", message=warning)
-    language = language_warning(book.language, options.voice)
+    auto = options.voice == AUTO
+    if auto:  # it picked a voice that speaks the book's language, or said in one line that none does
+        options = _auto_voice(book, options, progress)
+    language = None if auto else language_warning(book.language, options.voice)
     if language:
         progress.emit("warning", message=language)
     chapter_indices = select_chapters(book, options.chapters)
@@ -519,6 +525,18 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
                   seconds=round(time.monotonic() - started, 2))
     return ConvertResult(out_path, result.duration_samples / details.sample_rate, len(chapter_indices),
                          len(planned), len(todo), work_dir)
+
+
+def _auto_voice(book: Book, options: ConvertOptions, progress: Progress) -> ConvertOptions:
+    """`--voice auto`: the installed voice that speaks the book's language (voices.catalog.choose_voice)."""
+    config = load_config()
+    name, warning = choose_voice(book.language, config)
+    if warning:
+        progress.emit("warning", message=warning)
+    model_dir = options.voice_options.get("model_dir")
+    choice = resolve(name, config=config, model_dir=Path(model_dir) if model_dir else None,
+                     workers=max(1, options.workers), extra=options.voice_options.get("extra"))
+    return replace(options, voice=choice.name, voice_options=choice.options, threads_per_worker=choice.threads)
 
 
 def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], voice: str,

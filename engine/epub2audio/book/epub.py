@@ -346,6 +346,7 @@ class _Loader:
             return found + [Boundary(entry, source)]
 
         gutenberg_box = 0  # characters of ebookmaker's header/licence boxes, in every file
+        tts_skip = 0  # characters the book marks not to be voiced (calibre's data-calibre-tts)
         for name in spine:
             root = self._root(name)
             doc_entries = by_doc.get(name, [])
@@ -355,6 +356,7 @@ class _Loader:
             items = read_blocks(root, anchors, self.notes.elements.get(name, frozenset()), content)
             self.warnings.extend(_unread_warning(name, kind, count) for kind, count in content.unread.items())
             gutenberg_box += content.gutenberg_box_chars
+            tts_skip += content.tts_skip_chars
             for it in items:
                 if isinstance(it, Block):  # the file a block is read from: for notes and for splitting
                     it.source_doc = name
@@ -374,6 +376,9 @@ class _Loader:
         if gutenberg_box:
             self.skipped.append(Skipped("Project Gutenberg header and licence", "Project Gutenberg boilerplate "
                                         "(ebookmaker's pgheader/pgfooter boxes)", gutenberg_box, "structure"))
+        if tts_skip:
+            self.skipped.append(Skipped("Passages marked not to be read", 'calibre\'s data-calibre-tts="__skip__"',
+                                        tts_skip, "structure"))
         return stream
 
 

@@ -32,6 +32,7 @@ the requested ids starts, so the caller can cut a document into chapters at TOC 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -171,6 +172,8 @@ class Content:
     unread: dict[str, int] = field(default_factory=dict)
     # characters in ebookmaker's Project Gutenberg header/footer boxes, which are never read
     gutenberg_box_chars: int = 0
+    # characters under calibre's data-calibre-tts="__skip__" (the book says: do not voice this)
+    tts_skip_chars: int = 0
 
     def count(self, kind: str):
         self.unread[kind] = self.unread.get(kind, 0) + 1
@@ -488,6 +491,21 @@ def is_hidden(el) -> bool:
     return bool(style and HIDDEN_STYLE.search(style))
 
 
+CALIBRE_TTS_SKIP = "__skip__"
+
+
+def calibre_tts(el) -> str | None:
+    """calibre's per-passage narration setting: `data-calibre-tts="VOICE"` or a JSON object
+    with "voice"; "__skip__" means the passage is not read."""
+    value = (el.get("data-calibre-tts") or "").strip() if isinstance(el.tag, str) else ""
+    if value.startswith("{"):
+        try:
+            value = str(json.loads(value).get("voice") or "")
+        except (ValueError, AttributeError):
+            return None
+    return value or None
+
+
 def is_unread(el) -> bool:
     tag = local_name(el)
     if not tag or tag in UNREAD_TAGS:
@@ -752,6 +770,9 @@ class _Reader:
             return
         if is_aside_note(el):
             self.margin(el)
+            return
+        if calibre_tts(el) == CALIBRE_TTS_SKIP:
+            self.content.tts_skip_chars += len(clean("".join(el.itertext())))
             return
         if is_unread(el):
             if GUTENBERG_BOX_CLASSES.intersection((el.get("class") or "").split()):

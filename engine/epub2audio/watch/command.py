@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("in_dir", type=Path, metavar="IN_DIR", help="the folder to watch for EPUB files")
     parser.add_argument("--out", "-o", dest="out_dir", type=Path, required=True, metavar="OUT_DIR",
                         help="where the M4B files (and epub2audio-watch.log) go")
-    parser.add_argument("--voice", help="joe (default, the embedded voice), tone, or a saved CosyVoice3 voice")
+    parser.add_argument("--voice", help="auto (default: each book's language decides; joe for English), joe, kokoro:NAME, "
+                                            "piper:NAME, cosyvoice3:NAME or tone (see `epub2audio voice list`)")
     parser.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     parser.add_argument("--workers", type=int, help="worker processes rendering each book (default 1)")
     add_ray_argument(parser)
