@@ -40,7 +40,8 @@ def test_voice_add_then_convert_in_workers(tiny_model_dir, tmp_path, env):
     assert code == 0, err
     assert out.startswith("Saved voice cosyvoice3:anna (1.2 s, ")
     code, out, _ = run("voice", "list", env=env)
-    assert out.splitlines()[-1].startswith("cosyvoice3:anna ")
+    rows = out.splitlines()
+    assert [r.split()[0] for r in rows[-2:]] == ["cosyvoice3:anna", "tone"]  # saved voices, then the test tone
 
     m4b = tmp_path / "fox.m4b"
     # Random weights do not speak, so the speech check is off (it rightly fails such audio).
