@@ -32,6 +32,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..cosyvoice3.llm import RMSNorm
+from .talker import MLP
+
 CHUNK_FRAMES = 300
 LEFT_CONTEXT_FRAMES = 25
 
@@ -244,17 +247,6 @@ class SplitRVQ(nn.Module):
 # transformer
 
 
-class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        xf = x.float()
-        return self.weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
-
-
 class LayerScale(nn.Module):
     def __init__(self, dim: int) -> None:
         super().__init__()
@@ -288,22 +280,11 @@ class Attention(nn.Module):
         return self.o_proj(out.transpose(1, 2).reshape(b, n, self.heads * self.hd))
 
 
-class MLP(nn.Module):
-    def __init__(self, args: DecoderArgs) -> None:
-        super().__init__()
-        self.gate_proj = nn.Linear(args.hidden_size, args.intermediate_size, bias=False)
-        self.up_proj = nn.Linear(args.hidden_size, args.intermediate_size, bias=False)
-        self.down_proj = nn.Linear(args.intermediate_size, args.hidden_size, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
-
-
 class TransformerLayer(nn.Module):
     def __init__(self, args: DecoderArgs) -> None:
         super().__init__()
         self.self_attn = Attention(args)
-        self.mlp = MLP(args)
+        self.mlp = MLP(args.hidden_size, args.intermediate_size)
         self.input_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps)
         self.self_attn_layer_scale = LayerScale(args.hidden_size)

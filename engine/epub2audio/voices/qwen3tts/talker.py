@@ -31,6 +31,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+# The same cache and norm as CosyVoice3's Qwen2 (one copy of each in the engine).
+from ..cosyvoice3.llm import LayerCache, RMSNorm  # noqa: F401 (code_predictor imports them from here)
+
 PREFIX = "talker."
 CODE_PREDICTOR_PREFIX = "talker.code_predictor."
 
@@ -132,44 +135,6 @@ class TalkerArgs:
 
 # ---------------------------------------------------------------------------------------------
 # Qwen3 blocks (the Code Predictor reuses them with plain one-row positions)
-
-
-class LayerCache:
-    """Keys and values of one layer, grown in chunks so a decode step writes one slot."""
-
-    def __init__(self, step: int = 256) -> None:
-        self.step = step
-        self.keys: torch.Tensor | None = None
-        self.values: torch.Tensor | None = None
-        self.offset = 0
-
-    def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        end = self.offset + k.shape[2]
-        if self.keys is None or end > self.keys.shape[2]:
-            capacity = -(-end // self.step) * self.step
-            shape = (k.shape[0], k.shape[1], capacity, k.shape[3])
-            new_k, new_v = k.new_empty(shape), v.new_empty(shape)
-            if self.keys is not None:
-                new_k[:, :, : self.offset] = self.keys[:, :, : self.offset]
-                new_v[:, :, : self.offset] = self.values[:, :, : self.offset]
-            self.keys, self.values = new_k, new_v
-        self.keys[:, :, self.offset : end] = k
-        self.values[:, :, self.offset : end] = v
-        self.offset = end
-        return self.keys[:, :, :end], self.values[:, :, :end]
-
-
-class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
-        self.eps = eps
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # normalised in fp32 whatever the weights are, as Qwen3 does
-        xf = x.float()
-        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * xf.to(x.dtype)
 
 
 def rope_angles(head_dim: int, theta: float, positions: torch.Tensor) -> torch.Tensor:
