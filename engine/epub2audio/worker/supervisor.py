@@ -54,6 +54,9 @@ class VoiceDetails:
     # the worker's own meter of its load (child.py): seconds, private_bytes and anonymous_bytes
     # after it, peak_private_bytes (sampled) and peak_rss_bytes during it; not part of identity
     load: dict = field(default_factory=dict, compare=False)
+    # the CUDA device the worker computes on ("NVIDIA H200"), "" on the CPU: where `--workers auto`
+    # measures (autoscale.py); the model id already records the device kind
+    device: str = field(default="", compare=False)
 
 
 class WorkerDied(Exception):
@@ -107,7 +110,7 @@ class Worker:
             self.kill()
             raise VoiceLoadFailed(header["message"])
         self.pid = header["pid"]
-        self.details = VoiceDetails(**header["info"], load=header.get("load", {}))
+        self.details = VoiceDetails(**header["info"], load=header.get("load", {}), device=header.get("device", ""))
         self.memory = header.get("memory", 0)
         self.device_memory = header.get("device_memory", 0)  # CUDA reserved / MPS driver-allocated bytes
         self.requests = 0
