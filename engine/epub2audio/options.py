@@ -46,12 +46,12 @@ def _workers_setting(args: argparse.Namespace, config: dict) -> int | str | None
 
 
 def workers(args: argparse.Namespace, config: dict) -> int:
-    """--workers, else config.toml's; with --ray and neither (or auto), 0: one per free CPU of the
-    cluster. auto without Ray starts with 1, today's default: on a GPU the job then measures how
+    """--workers, else config.toml's; with --ray and no --workers (or auto), 0: one per free CPU of
+    the cluster. auto without Ray starts with 1, today's default: on a GPU the job then measures how
     many (auto_workers, render._auto_workers); on the CPU it stays 1."""
-    count = _workers_setting(args, config)
-    if getattr(args, "ray", None) is not None and count in (None, AUTO_WORKERS):
+    if getattr(args, "ray", None) is not None and args.workers in (None, AUTO_WORKERS):
         return 0
+    count = _workers_setting(args, config)
     if count in (None, AUTO_WORKERS):
         return 1
     if count < 1:
