@@ -51,6 +51,8 @@ def test_choice_respects_its_maximum_and_gain():
     assert choose_workers(measure, AutoWorkersArgs(max_workers=4)).workers == 4 and seen == [1, 2, 3, 4]
     measure, _ = measurer({1: 1.0, 2: 1.3, 3: 1.6})  # +30 %, then +23 %
     assert choose_workers(measure, AutoWorkersArgs(min_gain=0.25)).workers == 2
+    measure, seen = measurer({1: 1.0, 2: 1.9, 4: 3.5, 8: 3.7})  # doubling, as bench/gpu_check.py measures
+    assert choose_workers(measure, AutoWorkersArgs(counts=(1, 2, 4, 8))).workers == 4 and seen == [1, 2, 4, 8]
 
 
 def test_throughput_counts_finished_segments_only():

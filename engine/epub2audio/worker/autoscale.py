@@ -3,7 +3,8 @@
 Several workers on one GPU each decode one segment alone (no batching, so a segment's bytes never
 depend on its neighbours); what they gain together depends on the GPU, the voice and its precision,
 so it is measured, not guessed: throughput (audio seconds per wall second) with 1, 2, 3, ...
-workers, stopping at the first count that adds less than `min_gain` (10 %) over the best so far.
+workers (or the counts given, e.g. 1, 2, 4, 8 as bench/gpu_check.py measures), stopping at the
+first count that adds less than `min_gain` (10 %) over the best so far.
 The choice is the last count that still paid. A count whose measure fails (a worker could not load,
 e.g. the GPU is full) ends the search too.
 
@@ -33,6 +34,7 @@ class AutoWorkersArgs:
     min_gain: float = 0.10  # a worker must add at least this fraction of throughput to be kept
     max_workers: int = 8  # never measure beyond this many
     segments_per_worker: int = 2  # each timed round renders this many segments per worker
+    counts: tuple[int, ...] = ()  # the counts to try, rising from 1; () = 1, 2, 3, ... max_workers
 
 
 @dataclass
@@ -49,11 +51,12 @@ def choose_workers(measure: Callable[[int], float | None], args: AutoWorkersArgs
     could not run (then n - 1 is the answer). A measure that comes out lower than the best (noise,
     or the GPU saturated) stops the search like a small gain does: the best count so far is kept."""
     args = args or AutoWorkersArgs()
-    best_n, best_rate = 1, measure(1)
-    curve = [(1, best_rate)]
+    counts = args.counts or tuple(range(1, args.max_workers + 1))
+    best_n, best_rate = counts[0], measure(counts[0])
+    curve = [(best_n, best_rate)]
     if best_rate is None or best_rate <= 0:
-        return Choice(1, curve, "one worker produced no audio to measure")
-    for n in range(2, args.max_workers + 1):
+        return Choice(best_n, curve, f"{best_n} worker(s) produced no audio to measure")
+    for n in counts[1:]:
         rate = measure(n)
         curve.append((n, rate))
         if rate is None:
@@ -61,7 +64,7 @@ def choose_workers(measure: Callable[[int], float | None], args: AutoWorkersArgs
         if rate < best_rate * (1 + args.min_gain):
             return Choice(best_n, curve, f"worker {n} added {rate / best_rate - 1:+.1%} (< {args.min_gain:.0%})")
         best_n, best_rate = n, rate
-    return Choice(best_n, curve, f"every worker up to the maximum ({args.max_workers}) added >= {args.min_gain:.0%}")
+    return Choice(best_n, curve, f"every count up to the largest ({counts[-1]}) added >= {args.min_gain:.0%}")
 
 
 class Throughput:
