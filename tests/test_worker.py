@@ -215,3 +215,23 @@ def test_a_segments_bytes_are_the_same_alone_and_among_two_or_three_workers(cosy
             pool.close()
         assert [got[i] for i in range(len(segments))] == [(pcm, None) for pcm in alone], workers
         assert len(pids) == workers  # every slot ran its own worker process
+
+
+def test_a_pools_workers_outlive_the_render_threads_that_started_them():
+    """Workers die with the thread that started them (PR_SET_PDEATHSIG); the supervisor starts
+    them from one long-lived thread, so a pool's second slot keeps its worker from one render call
+    (one book of a library) to the next instead of reloading the voice each time."""
+    from epub2audio.render import WorkerPool
+    from epub2audio.store import PlannedSegment
+
+    segments = [PlannedSegment(0, i, f"k{i}", f"Sentence number {i}.", i, 0) for i in range(6)]
+    pool = WorkerPool("tone", {}, 2, 1, WorkerPolicy(request_timeout=20, start_timeout=30), None)
+    try:
+        pool.details()  # slot 1 from this thread, slot 2 from its render thread
+        for _ in range(3):
+            got = []
+            pool.render(segments, lambda segment, pcm, seconds, details, error: got.append(error))
+            assert got == [None] * len(segments)
+        assert [(s.stats.spawned, s.stats.died) for s in pool.supervisors] == [(1, 0), (1, 0)]
+    finally:
+        pool.close()

@@ -89,6 +89,44 @@ class Stopped(Exception):
     """The supervisor was told to stop (Ctrl-C, or the job is ending)."""
 
 
+class _Spawner:
+    """Starts worker processes from one thread that lives as long as this process.
+
+    A worker dies with its parent (child.py, PR_SET_PDEATHSIG), and Linux takes "parent" to be the
+    *thread* that started it: a worker started from a pool's render thread was killed as soon as
+    that thread ended, so every slot but the first reloaded its voice on each render call (each
+    book of a library: measured, one death per slot per call). Popen itself returns at once (the
+    child loads its voice on its own), so workers still start in parallel."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def popen(self, *args, **kwargs) -> subprocess.Popen:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="worker-spawner", daemon=True)
+                self._thread.start()
+        done: queue.Queue = queue.Queue(maxsize=1)
+        self._jobs.put((args, kwargs, done))
+        ok, value = done.get()
+        if not ok:
+            raise value
+        return value
+
+    def _run(self) -> None:
+        while True:
+            args, kwargs, done = self._jobs.get()
+            try:
+                done.put((True, subprocess.Popen(*args, **kwargs)))
+            except BaseException as error:  # handed to the caller, which raises it
+                done.put((False, error))
+
+
+_spawner = _Spawner()
+
+
 class Worker:
     """One child process and the thread that reads its answers."""
 
@@ -96,7 +134,7 @@ class Worker:
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
         self._log = open(log_path, "ab") if log_path else subprocess.DEVNULL
-        self.process = subprocess.Popen(
+        self.process = _spawner.popen(  # from a long-lived thread: see _Spawner
             [sys.executable, "-m", "epub2audio.worker.child", json.dumps(config)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
