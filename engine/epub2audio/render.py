@@ -386,15 +386,14 @@ class WorkerPool:
         clock. None when a worker cannot start (e.g. the GPU is full)."""
         self.resize(workers)
         fresh = [s for s in self.supervisors if s.worker is None]
-        # Started from this thread: a worker dies with the thread that started it (PR_SET_PDEATHSIG
-        # follows the thread), and these must outlive the measure to render the book.
-        for supervisor in fresh:
+        failures = []
+
+        def warm(supervisor: Supervisor) -> None:  # the new workers load at once, in parallel
             try:
                 supervisor.details
-            except (VoiceLoadFailed, Stopped):  # this many workers cannot run here (e.g. the GPU is full)
-                return None
-
-        def warm(supervisor: Supervisor) -> None:
+            except (VoiceLoadFailed, Stopped) as error:  # this many workers cannot run here (e.g. the GPU is full)
+                failures.append(error)
+                return
             first = segments[0]
             try:
                 supervisor.synthesize(first.text, first.seed, first.lang)
@@ -406,6 +405,8 @@ class WorkerPool:
             t.start()
         for t in warmers:
             t.join()
+        if failures:
+            return None
         batch = [segments[i % len(segments)] for i in range(workers * per_worker)]
         meter = Throughput(sample_rate)
         started = time.perf_counter()
@@ -528,11 +529,11 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
                                 say_titles=reading.say_titles, lexicon=reading.lexicon)
         if not planned:  # refused before any progress line: a bad book gets one line, the error
             raise InputError(f"{Path(book_path).name}: the selected chapters contain no text to read")
-        if options.auto_workers:
-            _auto_workers(pool, details, planned, options.policy, progress)
         progress.emit("voice", name=details.name, narrator=details.narrator, backend=details.backend,
                       precision=details.precision, sample_rate=details.sample_rate, model_id=details.model_id,
                       load=details.load)  # the worker's meter: seconds, private bytes after, peak
+        if options.auto_workers:
+            _auto_workers(pool, details, planned, options.policy, progress)
         progress.emit("book", title=book.title, chapters=len(chapter_indices), segments=len(planned),
                       characters=sum(len(s.text) for s in planned))
         store.set_meta(book=str(Path(book_path).resolve()), output=str(out_path.resolve()),
