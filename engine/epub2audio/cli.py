@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError, JobFailed
-from .options import add_ray_argument, job_options
+from .options import add_ray_argument, job_options, workers_flag
 
 from .progress import CHARS_PER_SECOND, format_duration
 
@@ -47,8 +47,10 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=("auto", "cpu", "cuda", "mps"),
                    help="where CosyVoice3 runs: auto = CUDA if present; on Apple Silicon the LLM on MLX, the flow on MPS, "
                         "the vocoder on the CPU; else the CPU. Wins over config.toml's device and device_llm/_flow/_hift")
-    p.add_argument("--workers", type=int, help="worker processes rendering in parallel (default 1; with --ray: "
-                                              "one per free CPU of the cluster)")
+    p.add_argument("--workers", type=workers_flag, metavar="N|auto",
+                   help="worker processes rendering in parallel (default 1; with --ray: one per free CPU of the "
+                        "cluster); auto: on a GPU as many as still add 10 %% throughput, measured once per GPU "
+                        "and voice; on the CPU 1")
     add_ray_argument(p)
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="progress display; json writes one event per line to stdout")
@@ -100,8 +102,9 @@ def library_parser() -> argparse.ArgumentParser:
     p.add_argument("--voice", help="auto (default: each book's language decides; joe for English), joe, "
                                    "kokoro:NAME, piper:NAME, cosyvoice3:NAME or tone (see `epub2audio voice list`)")
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
-    p.add_argument("--workers", type=int, help="workers shared by all books (default 1; with --ray: one per "
-                                              "free CPU of the cluster)")
+    p.add_argument("--workers", type=workers_flag, metavar="N|auto",
+                   help="workers shared by all books (default 1; with --ray: one per free CPU of the cluster); "
+                        "auto: on a GPU as many as still add 10 %% throughput (measured once), on the CPU 1")
     add_ray_argument(p)
     p.add_argument("--seed", type=int, help="job seed for voices that sample (default 1986)")
     p.add_argument("--no-verify", action="store_true", help="skip the check of each finished M4B")
