@@ -15,11 +15,11 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from epub2audio.errors import InputError
-from epub2audio.voices.stored import load_safetensors
 from epub2audio.voices.qwen3tts import checkpoint as ck
 from epub2audio.voices.qwen3tts import compress as cz
 from epub2audio.voices.qwen3tts import vocab as vc
 from epub2audio.voices.qwen3tts.generate import build_prompt, frame_cap, generate
+from epub2audio.voices.stored import load_safetensors
 
 from .random_weights import _CORPUS, write_tiny_model
 
