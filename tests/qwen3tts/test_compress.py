@@ -219,3 +219,22 @@ print("RC", rc, rc2, "torch" in sys.modules)
         f"epub2audio: error: --flow is for CosyVoice3 folders; {src} is a Qwen3-TTS folder (see --decoder)")
     assert json.loads((out / "compressed.json").read_text())["options"] == {
         "llm": "int4", "tables": "int8", "decoder": "fp16", "vocab": ["en"], "prompt_parts": "drop"}
+
+
+def test_base_speaker_encoder_goes_with_the_prompt_parts(src, tmp_path):
+    import shutil
+
+    base = tmp_path / "base"
+    shutil.copytree(src, base)
+    cfg = json.loads((base / "config.json").read_text())
+    cfg["tts_model_type"] = "base"
+    (base / "config.json").write_text(json.dumps(cfg))
+    main = load_file(str(base / "model.safetensors"))
+    main["speaker_encoder.fc.weight"] = torch.randn(4, 6, 1, generator=torch.Generator().manual_seed(8)).to(torch.bfloat16)
+    save_file(main, str(base / "model.safetensors"))
+    cz.compress_folder(base, tmp_path / "keep", llm="bf16")
+    kept = load_safetensors(tmp_path / "keep" / ck.SPEAKER_ENCODER_FILE)[0]
+    assert list(kept) == ["speaker_encoder.fc.weight"] and torch.equal(kept["speaker_encoder.fc.weight"], main["speaker_encoder.fc.weight"])
+    c = compressed(base, tmp_path / "drop", llm="bf16", prompt_parts="drop")
+    assert c.model_kind == "base" and not (tmp_path / "drop" / ck.SPEAKER_ENCODER_FILE).exists()
+    assert ck.load_checkpoint(tmp_path / "keep").model_kind == "base"
