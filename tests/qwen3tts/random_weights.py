@@ -146,12 +146,12 @@ def random_state_dicts(seed: int = 0, config: dict | None = None, speech_config:
     return main, speech
 
 
-def write_tokenizer(d: Path) -> None:
+def write_tokenizer(d: Path, corpus: str = _CORPUS, n_merges: int = 150) -> None:
     b2u = _bytes_to_unicode()
     vocab: dict[str, int] = {}
     for b in range(256):
         vocab.setdefault(b2u[b], len(vocab))
-    merges = _train_merges(_CORPUS, 150)
+    merges = _train_merges(corpus, n_merges)
     for a, b in merges:
         vocab.setdefault(a + b, len(vocab))
     # "assistant" as one token: a chain of merges no earlier merge can pre-empt (all its pieces
@@ -180,7 +180,7 @@ def write_tokenizer(d: Path) -> None:
     (d / "tokenizer_config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
 
 
-def write_tiny_model(d: Path, seed: int = 0) -> Path:
+def write_tiny_model(d: Path, seed: int = 0, corpus: str = _CORPUS, n_merges: int = 150) -> Path:
     d = Path(d)
     (d / "speech_tokenizer").mkdir(parents=True, exist_ok=True)
     main, speech = random_state_dicts(seed)
@@ -189,5 +189,5 @@ def write_tiny_model(d: Path, seed: int = 0) -> Path:
     save_file({k: v.to(torch.bfloat16) for k, v in main.items()}, str(d / "model.safetensors"))
     (d / "speech_tokenizer" / "config.json").write_text(json.dumps(tiny_speech_config(), indent=2), encoding="utf-8")
     save_file(speech, str(d / "speech_tokenizer" / "model.safetensors"))
-    write_tokenizer(d)
+    write_tokenizer(d, corpus, n_merges)
     return d

@@ -286,10 +286,12 @@ class Talker(nn.Module):
         }  # fmt: skip
 
     @classmethod
-    def from_state_dict(cls, args: TalkerArgs, state_dict: Mapping[str, torch.Tensor], dtype=torch.float32) -> Talker:
+    def from_state_dict(cls, args: TalkerArgs, state_dict: Mapping[str, torch.Tensor], dtype=torch.float32,
+                        modules: Mapping[str, nn.Module] | None = None) -> Talker:
+        """`modules`: ready submodules by name under `talker.` (Checkpoint.talker_modules)."""
         from .shells import build
 
-        return build(cls, args, cls.own_keys(state_dict), dtype)
+        return build(cls, args, cls.own_keys(state_dict), dtype, modules)
 
     def embed_text(self, text_ids) -> torch.Tensor:
         """Text ids -> projected text vectors [1, n, H]."""
