@@ -9,9 +9,9 @@ As upstream's `create_voice_clone_prompt`:
 * without one: x-vector only (upstream's x_vector_only_mode), no codes.
 
 Audio is read as upstream reads it: mono (channels averaged), float32. Other rates than 24 kHz are
-resampled with the engine's band-limited sinc resampler (cosyvoice3/frontend.py), NOT upstream's
-librosa soxr_hq: at 24 kHz the prompt is upstream's exactly, at other rates it differs by the
-resamplers' difference.
+resampled as upstream's librosa does (soxr 'HQ') when the `soxr` package is installed; without it
+with the engine's sinc resampler (cosyvoice3/frontend.py), which is NOT upstream's: the x-vector and
+codes then differ from upstream's (measured: bench/results/upstream_qwen3_base-2core.txt).
 
 On disk a ClonePrompt is a directory of two files, written as voices/cosyvoice3/profile.py writes a
 profile: `clone.npz` (the arrays, no pickling) then `clone.json` (metadata and the npz's SHA-256),
@@ -230,7 +230,7 @@ def _tokenizer(model_dir: str, _stamp: tuple):
 
 def _audio(wav) -> tuple[np.ndarray, int, str]:
     """(24 kHz mono float32, source rate, sha256 of the file or '') from a path or (array, rate)."""
-    from ..cosyvoice3.frontend import load_audio, resample
+    from ..cosyvoice3.frontend import load_audio
 
     if isinstance(wav, tuple):
         samples, rate = wav
@@ -247,8 +247,25 @@ def _audio(wav) -> tuple[np.ndarray, int, str]:
     if not MIN_SECONDS <= seconds <= MAX_SECONDS:
         raise InputError(f"the reference audio is {seconds:.2f} s long; it must be {MIN_SECONDS} to {MAX_SECONDS:.0f} s")
     if rate != SAMPLE_RATE:
-        samples = resample(samples, rate, SAMPLE_RATE)
+        samples = to_24k(samples, rate)
     return samples, rate, digest
+
+
+def to_24k(samples: np.ndarray, rate: int) -> np.ndarray:
+    """Resample to 24 kHz as upstream does (librosa.resample's default: soxr 'HQ', then the length
+    fixed at ceil(n * 24000 / rate), zero-padded or cut) when soxr is installed; else with the
+    engine's sinc resampler, which is not upstream's (see bench/results/upstream_qwen3_base-2core.txt)."""
+    x = np.asarray(samples, dtype=np.float32)
+    try:
+        import soxr
+    except ImportError:
+        from ..cosyvoice3.frontend import resample
+
+        return resample(x, rate, SAMPLE_RATE)
+    n = int(np.ceil(x.shape[0] * (float(SAMPLE_RATE) / rate)))
+    y = soxr.resample(x, rate, SAMPLE_RATE, quality="soxr_hq")
+    y = y[:n] if y.shape[0] >= n else np.pad(y, (0, n - y.shape[0]))
+    return np.asarray(y, dtype=np.float32)
 
 
 def make_clone_prompt(model_dir: str | os.PathLike, wav_path, ref_text: str | None = None,
