@@ -78,7 +78,7 @@ def test_long_clip_attends_past_the_configs_sliding_window(tiny_base_stages):
 def test_make_clone_prompt_from_a_wav_file_icl_and_x_vector(tiny_base_dir, tiny_base_stages, tmp_path):
     wav = tmp_path / "ref.wav"
     sf.write(str(wav), _clip("short"), 24000, subtype="FLOAT")
-    icl = make_clone_prompt(tiny_base_dir, wav, "  " + FIXTURE["ref_text"] + " ", stages=tiny_base_stages)
+    icl = make_clone_prompt(tiny_base_dir, wav, FIXTURE["ref_text"], stages=tiny_base_stages)
     assert icl.mode == "icl" and icl.ref_text == FIXTURE["ref_text"]
     assert icl.ref_codes.tolist() == FIXTURE["short"]["codes"]
     assert icl.ref_text_ids.tolist() == FIXTURE["generate"]["icl_long_text"]["ref_ids"]  # upstream's tokenizer's ids

@@ -278,8 +278,7 @@ def make_clone_prompt(model_dir: str | os.PathLike, wav_path, ref_text: str | No
     embedding = speaker_encoder.embed(audio).numpy().astype(np.float32)
     codes = ids = None
     if ref_text is not None:
-        ref_text = ref_text.strip()
-        if not ref_text:
+        if not ref_text.strip():  # tokenized as given (upstream keeps surrounding spaces too)
             raise InputError("the reference text is empty; leave it out for an x-vector-only prompt")
         codes = encoder.encode(audio).numpy().astype(np.int64)
         ids = np.asarray(tokenize_ref_text(model_dir, ref_text), dtype=np.int64)
