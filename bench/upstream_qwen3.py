@@ -8,6 +8,13 @@ transformers 4.57.3, so never ours), e.g.:
     PYTHONPATH=engine:. /work/qwen-upstream/bin/python bench/upstream_qwen3.py --dir /tmp/qwen3-tiny \
         [--write-fixture tests/qwen3tts/upstream_tiny.json]
 
+and for the Base model's cloning stages (speaker encoder, speech-tokenizer encoder, Base generate):
+
+    PYTHONPATH=engine:. /work/main/.venv/bin/python -c \
+        "from tests.qwen3tts.random_weights import write_tiny_base_model; write_tiny_base_model('/tmp/qwen3-tiny-base')"
+    PYTHONPATH=engine:. /work/qwen-upstream/bin/python bench/upstream_qwen3.py --skip-custom \
+        --base-dir /tmp/qwen3-tiny-base [--write-base-fixture tests/qwen3tts/upstream_tiny_base.json]
+
 (--dir is needed in practice: writing the folder borrows tests/cosyvoice3/fixtures.py's BPE helpers,
 which import onnx, absent from the upstream environment.)
 
@@ -93,12 +100,189 @@ def sampling_replay() -> dict:
     return out
 
 
+def _reference_audio(seconds: float, seed: int, rate: int = 24000):
+    """tests/qwen3tts/random_weights.reference_audio, repeated here (that module imports onnx via
+    the cosyvoice3 test fixtures, absent from the upstream environment)."""
+    import math
+
+    g = torch.Generator().manual_seed(seed)
+    t = torch.arange(int(seconds * rate), dtype=torch.float64) / rate
+    f0 = 120 + 30 * torch.sin(2 * math.pi * 0.7 * t)
+    phase = 2 * math.pi * torch.cumsum(f0, 0) / rate
+    voice = sum(torch.sin(k * phase) / k for k in range(1, 6))
+    envelope = 0.5 * (1 + torch.sin(2 * math.pi * 4 * t)) ** 2 / 4
+    x = 0.4 * envelope * voice / 2 + 0.01 * torch.randn(t.shape[0], generator=g, dtype=torch.float64)
+    return (torch.round(x * 32767) / 32767).float().numpy()
+
+
+CLONE_CLIPS = {"short": (2.0, 1), "mid": (3.0, 2), "long": (12.0, 3)}  # seconds, seed
+REF_TEXT = "The quick brown fox jumps over the lazy dog."
+CLONE_CASES = (  # (name, clip, with reference text, target text, language, frames cap)
+    ("xvec", "short", False, "She sells sea shells by the sea shore.", "english", 30),
+    ("icl_long_text", "short", True, "Once upon a time there were three little pigs, and they went out.", "auto", 30),
+    ("icl_short_text", "mid", True, "Hello world.", "english", 30),
+)
+
+
+def clone_compare(d: Path, fixture_path: str | None) -> None:
+    """Upstream's speaker encoder, mel front end, 12 Hz encoder and Base generate on the tiny Base
+    folder against ours; fp32 and fp64 for the continuous stages, exact codes for the discrete."""
+    import librosa
+    from qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSConfig
+    from qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSForConditionalGeneration, mel_spectrogram
+    from qwen_tts.core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Config
+    from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Model
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer
+
+    from epub2audio.voices.qwen3tts.checkpoint import load_checkpoint
+    from epub2audio.voices.qwen3tts.clone import ClonePrompt, load_clone_stages
+    from epub2audio.voices.qwen3tts.code_predictor import CodePredictor
+    from epub2audio.voices.qwen3tts.generate import generate_clone
+    from epub2audio.voices.qwen3tts.speaker_encoder import log_mel, mel_filters
+    from epub2audio.voices.qwen3tts.talker import Talker
+
+    def mx(a, b):
+        return float((torch.as_tensor(a).double() - torch.as_tensor(b).double()).abs().max())
+
+    cfg = Qwen3TTSConfig(**json.loads((d / "config.json").read_text()))
+    main_sd = {k: v.float() for k, v in load_file(str(d / "model.safetensors")).items()}
+    up = Qwen3TTSForConditionalGeneration(cfg).eval()
+    res = up.load_state_dict(main_sd, strict=True)
+    print(f"upstream Base model: strict load ok ({len(main_sd)} tensors, "
+          f"{sum(k.startswith('speaker_encoder.') for k in main_sd)} speaker_encoder.*) {res}")
+    scfg = Qwen3TTSTokenizerV2Config(**json.loads((d / "speech_tokenizer" / "config.json").read_text()))
+    speech_sd = load_file(str(d / "speech_tokenizer" / "model.safetensors"))
+    up_tok = Qwen3TTSTokenizerV2Model(scfg).eval()
+    up_tok.load_state_dict(speech_sd, strict=True)
+    print(f"upstream speech tokenizer (encoder + decoder): strict load ok ({sum(k.startswith('encoder.') for k in speech_sd)} encoder.*); "
+          f"encoder attention {up_tok.encoder.config._attn_implementation}")
+    up64 = Qwen3TTSForConditionalGeneration(cfg).eval()
+    up64.load_state_dict(main_sd, strict=True)
+    up64 = up64.double()
+    up_tok64 = Qwen3TTSTokenizerV2Model(scfg).eval()
+    up_tok64.load_state_dict(speech_sd, strict=True)
+    up_tok64 = up_tok64.double()
+
+    spk, enc = load_clone_stages(d)
+    fixture: dict = {"clips": {k: list(v) for k, v in CLONE_CLIPS.items()}, "ref_text": REF_TEXT}
+    lib = librosa.filters.mel(sr=24000, n_fft=1024, n_mels=128, fmin=0, fmax=12000)
+    ours_fb = mel_filters().numpy()
+    print(f"mel filter bank vs librosa.filters.mel: max |diff| {abs(lib - ours_fb).max():.3e}, "
+          f"{int((lib != ours_fb).sum())} of {lib.size} entries differ")
+    nz = lib.nonzero()
+    fixture["mel_filters_nonzero"] = int(len(nz[0]))
+    fixture["mel_filters_every_17th_nonzero"] = [[int(i), int(j), float(lib[i, j])] for i, j in zip(*(a[::17] for a in nz))]
+
+    with torch.inference_mode():
+        for name, (seconds, seed) in CLONE_CLIPS.items():
+            audio = _reference_audio(seconds, seed)
+            up_mel = mel_spectrogram(torch.from_numpy(audio).unsqueeze(0), n_fft=1024, num_mels=128, sampling_rate=24000,
+                                     hop_size=256, win_size=1024, fmin=0, fmax=12000).transpose(1, 2)
+            our_mel = log_mel(torch.from_numpy(audio))
+            e32 = up.extract_speaker_embedding(audio, 24000)
+            e64 = up64.speaker_encoder(up_mel.double())[0]
+            ours = spk.embed(audio)
+            print(f"[{name} {seconds:g} s] log-mel {tuple(our_mel.shape)}: ours vs upstream {mx(our_mel, up_mel[0]):.3e}; "
+                  f"speaker embedding: upstream fp32 vs fp64 {mx(e32, e64):.3e}, ours vs fp64 {mx(ours, e64):.3e}, "
+                  f"ours vs upstream fp32 {mx(ours, e32):.3e} "
+                  f"(|e| max {float(e64.abs().max()):.2f})")
+            x = torch.from_numpy(audio)[None]
+            mask = torch.ones_like(x, dtype=torch.long)
+            c32 = up_tok.encode(x, mask, return_dict=True).audio_codes[0]
+            c64 = up_tok64.encode(x.double(), mask, return_dict=True).audio_codes[0]
+            codes = enc.encode(audio)
+
+            def up_latents(m, xx):
+                h = m.encoder.encoder(xx[:, None])
+                h = m.encoder.encoder_transformer(h.transpose(1, 2), return_dict=True).last_hidden_state.transpose(1, 2)
+                return m.encoder.downsample(h)
+
+            l32, l64 = up_latents(up_tok, x), up_latents(up_tok64, x.double())
+            lours = enc.latents(x[:, None])
+            print(f"[{name}] encoder latents {tuple(lours.shape)}: upstream fp32 vs fp64 {mx(l32, l64):.3e}, ours vs fp64 "
+                  f"{mx(lours, l64):.3e}, ours vs fp32 {mx(lours, l32):.3e}; codes {tuple(codes.shape)}: ours == upstream fp32 {torch.equal(codes, c32)}, "
+                  f"upstream fp64 == fp32 {torch.equal(c64, c32)} ({int((c64 != c32).sum())} of {c32.numel()} differ)")
+            fixture[name] = {
+                "log_mel_every_97th": up_mel[0].reshape(-1)[::97].tolist(),
+                "speaker_embedding": e64.tolist(), "speaker_floor": mx(e32, e64),
+                "latents_every_7th": l64[0].reshape(-1)[::7].tolist(), "latents_floor": mx(l32, l64),
+                "codes": c32.tolist(),
+            }  # fmt: skip
+
+        # other rates: upstream resamples with librosa (soxr_hq); ours with soxr when installed, else
+        # with the engine's sinc resampler
+        from epub2audio.voices.cosyvoice3.frontend import resample
+        from epub2audio.voices.qwen3tts.clone import to_24k
+
+        fixture["resampled"] = {}
+        for rate in (16000, 44100):
+            src = _reference_audio(2.0, 1, rate)
+            theirs24 = librosa.resample(y=src, orig_sr=rate, target_sr=24000)
+            up_codes = up_tok.encode(torch.from_numpy(theirs24)[None], torch.ones(1, len(theirs24), dtype=torch.long),
+                                     return_dict=True).audio_codes[0]  # fmt: skip
+            up_emb = up.extract_speaker_embedding(theirs24, 24000)
+            for name, ours24 in (("sinc", resample(src, rate, 24000)), ("soxr", to_24k(src, rate))):
+                co = enc.encode(ours24)
+                same = co.shape == up_codes.shape
+                print(f"resampling {rate} -> 24000 Hz, ours by {name}: vs librosa max |diff| "
+                      f"{mx(ours24[:len(theirs24)], theirs24[:len(ours24)]):.3e} (lengths {len(ours24)}/{len(theirs24)}); "
+                      f"speaker embedding max |diff| {mx(spk.embed(ours24), up_emb):.3e}; codes differing "
+                      f"{int((co != up_codes).sum()) if same else 'shape'} of {up_codes.numel()}")
+            fixture["resampled"][str(rate)] = {"codes": up_codes.tolist(), "speaker_embedding": up_emb.tolist()}
+
+        tok = AutoTokenizer.from_pretrained(str(d))
+        ck = load_checkpoint(d)
+        talker = Talker.from_state_dict(ck.talker_args, ck.state_dict)
+        cp = CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict)
+        gen_keys = ("do_sample", "top_k", "top_p", "temperature", "repetition_penalty", "subtalker_dosample",
+                    "subtalker_top_k", "subtalker_top_p", "subtalker_temperature")
+        fixture["generate_seed"] = 3
+        fixture["generate"] = {}
+        for case, clip, icl, text, lang, cap in CLONE_CASES:
+            audio = _reference_audio(*CLONE_CLIPS[clip])
+            ids = tok(f"<|im_start|>assistant\n{text}<|im_end|>\n<|im_start|>assistant\n")["input_ids"]
+            ref_ids = tok(f"<|im_start|>assistant\n{REF_TEXT}<|im_end|>\n")["input_ids"] if icl else None
+            emb = up.extract_speaker_embedding(audio, 24000)
+            ref_code = up_tok.encode(torch.from_numpy(audio)[None], torch.ones(1, audio.shape[0], dtype=torch.long),
+                                     return_dict=True).audio_codes[0] if icl else None  # fmt: skip
+            vcp = {"ref_code": [ref_code], "ref_spk_embedding": [emb], "x_vector_only_mode": [not icl], "icl_mode": [icl]}
+            torch.manual_seed(3)
+            theirs, _ = up.generate(input_ids=[torch.tensor([ids])], ref_ids=[torch.tensor([ref_ids])] if icl else None,
+                                    voice_clone_prompt=vcp, languages=[lang], non_streaming_mode=False,
+                                    max_new_tokens=cap, **{k: getattr(ck.generation, k) for k in gen_keys})
+            theirs = theirs[0].tolist()
+            prompt = ClonePrompt(speaker_embedding=spk.embed(audio).numpy(),
+                                 ref_codes=enc.encode(audio).numpy() if icl else None, ref_text=REF_TEXT if icl else None,
+                                 ref_text_ids=torch.tensor(ref_ids).numpy() if icl else None, model_id="bench")  # fmt: skip
+            ours = generate_clone(talker, cp, ids, ck.text_ids, ck.generation, torch.Generator().manual_seed(3), prompt,
+                                  language=lang, max_frames=cap)
+            n_text = len(ids) - 8 + (len(ref_ids) - 5 if icl else 0) + 1
+            n_codec = (len(ref_code) + 1) if icl else 0
+            print(f"Base generate {case} ({'ICL' if icl else 'x-vector'}, text slots {n_text} vs codec slots {n_codec}, "
+                  f"{lang}, cap {cap}): upstream {len(theirs)} frames, ours {len(ours.frames)}; codes equal {theirs == ours.frames}")
+            fixture["generate"][case] = {"clip": clip, "icl": icl, "text": text, "language": lang, "cap": cap,
+                                         "ids": list(ids), "ref_ids": list(ref_ids) if icl else None, "codes": theirs}  # fmt: skip
+    if fixture_path:
+        fixture["made_by"] = ("bench/upstream_qwen3.py --base-dir --write-base-fixture, qwen-tts 0.1.1 / transformers "
+                              f"4.57.3 / torch {torch.__version__}, librosa {librosa.__version__}, tiny Base folder seed 0")
+        Path(fixture_path).write_text(json.dumps(fixture, indent=0), encoding="utf-8")
+        print(f"wrote {fixture_path}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", help="a Qwen3-TTS folder (default: write the tests' tiny one)")
     ap.add_argument("--write-fixture", help="write upstream's fp64 outputs (subsampled) and fp32 floors as JSON here")
+    ap.add_argument("--base-dir", help="a tiny Base folder (random_weights.write_tiny_base_model): compare the cloning stages")
+    ap.add_argument("--write-base-fixture", help="write upstream's cloning-stage outputs as JSON here")
+    ap.add_argument("--skip-custom", action="store_true", help="only the Base comparisons")
     a = ap.parse_args()
     _stub_torchaudio()
+    if a.base_dir:
+        clone_compare(Path(a.base_dir), a.write_base_fixture)
+        if a.skip_custom:
+            return 0
     from qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSConfig
     from qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSForConditionalGeneration
     from qwen_tts.core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Config
