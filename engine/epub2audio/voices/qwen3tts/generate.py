@@ -108,7 +108,7 @@ def run_frames(talker: Talker, cp: CodePredictor, prompt: torch.Tensor, trailing
         emitted.append(code0)
         if k == cap - 1:
             break  # upstream stops after its last draw: this code never gets its 15 companions
-        first = talker.model.codec_embedding.weight[code0]
+        first = talker.codec_row(code0)
         rest = cp.predict(hidden, first, sub_pick)
         frames.append([code0, *rest])
         x = first + sum(cp.embed_code(g, c) for g, c in enumerate(rest, 1))
