@@ -35,6 +35,7 @@ def main() -> int:
     ap.add_argument("--prefill", type=int, default=40)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--cp-frames", type=int, default=4)
+    ap.add_argument("--reference", help="upstream fp64 logits from bench/upstream_qwen3.py --full --save-reference")
     a = ap.parse_args()
 
     import mlx.core as mx
@@ -61,6 +62,21 @@ def main() -> int:
     log(f"{a.dir}: Talker {ta.num_hidden_layers} x {ta.hidden_size}; {platform.system()} {platform.machine()}, "
         f"torch {torch.__version__} ({torch.get_num_threads()} threads), mlx {mx.__version__} on {mx.default_device()}")
 
+    if a.reference:
+        ref = torch.load(a.reference)
+        xr, p = ref["x"], ref["prefill"]
+        with torch.inference_mode():
+            for name, (t, cp) in stages.items():
+                full = t(xr)[0]
+                step = t.start_decoding(xr[:, :p])
+                sess = torch.stack([step(None)[0]] + [step(xr[0, i])[0] for i in range(p, xr.shape[1])])
+                h = ref["hid"][0, 0] if name == "torch" else mx.array(ref["hid"][0, 0].numpy())
+                cpl = cp(h, ref["first"][0, 0], ref["codes"])
+                log(f"{name} vs upstream fp64 ({Path(a.dir).name}): Talker logits [{xr.shape[1]} positions] "
+                    f"{float((full.double() - ref['talker64']).abs().max()):.3e}, KV session (prefill {p} + "
+                    f"{xr.shape[1] - p} steps) {float((sess.double() - ref['talker64'][p - 1:]).abs().max()):.3e} "
+                    f"(upstream fp32 floor {ref['talker_floor']:.3e}); Code Predictor logits "
+                    f"{float((cpl.double() - ref['cp64']).abs().max()):.3e} (floor {ref['cp_floor']:.3e})")  # fmt: skip
     g = torch.Generator().manual_seed(9)
     x = torch.randn(1, a.prefill + a.steps, ta.hidden_size, generator=g)
     hid, first = torch.randn(ta.hidden_size, generator=g), torch.randn(ta.hidden_size, generator=g)

@@ -324,8 +324,11 @@ def _our_talker(ck):
     return t
 
 
-def full_size(d: Path, prefill: int, steps: int, n_frames: int) -> int:
-    """Stage by stage at full size, one implementation of one stage in memory at a time."""
+def full_size(d: Path, prefill: int, steps: int, n_frames: int, save_reference: str | None = None) -> int:
+    """Stage by stage at full size, one implementation of one stage in memory at a time.
+    `save_reference`: also write upstream's fp64 Talker / Code Predictor logits, their fp32 floors
+    and the inputs (torch.save) so that bench/qwen3_backends.py --reference can hold the MLX stages
+    to them from our environment (the upstream one has no mlx)."""
     from qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSConfig
     from qwen_tts.core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Config
 
@@ -389,6 +392,11 @@ def full_size(d: Path, prefill: int, steps: int, n_frames: int) -> int:
             f"{int((res['ours_full'].argmax(-1) == u64.argmax(-1)).sum())}/{n}")  # fmt: skip
         log(f"code predictor logits [15 heads x 2048]: upstream fp32 vs fp64 {mx(res['cp32'], res['cp64']):.3e}; "
             f"ours vs fp64 {mx(res['ours_cp'], res['cp64']):.3e}; max |logit| {float(res['cp64'].abs().max()):.2f}")
+        if save_reference:
+            torch.save({"x": x, "hid": hid, "first": first, "codes": codes, "prefill": prefill,
+                        "talker64": u64, "talker_floor": mx(u32, u64), "cp64": res["cp64"],
+                        "cp_floor": mx(res["cp32"], res["cp64"])}, save_reference)  # fmt: skip
+            log(f"upstream fp64 references written to {save_reference}")
         dec = Decoder.from_state_dict(ck.decoder_args, ck.decoder_state_dict)
         wours = dec.decode(frames[0].T)
         del dec
@@ -533,6 +541,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--frames", type=int, default=25, help="decoder frames (12.5 a second)")
     ap.add_argument("--cp-frames", type=int, default=4)
+    ap.add_argument("--save-reference", help="with --full: write upstream's fp64 logits + inputs here (torch.save)")
     a = ap.parse_args()
     _stub_torchaudio()
     if a.base_dir:
@@ -544,7 +553,7 @@ def main() -> int:
         if not a.dir:
             ap.error("--full / --speed need --dir (a full-size folder from bench/qwen3_full_folder.py)")
         if a.full:
-            full_size(Path(a.dir), a.prefill, a.steps, a.frames)
+            full_size(Path(a.dir), a.prefill, a.steps, a.frames, a.save_reference)
         if a.speed:
             speed(Path(a.dir), a.rounds, a.prefill, a.steps, a.cp_frames, a.frames)
         return 0
