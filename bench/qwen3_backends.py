@@ -27,6 +27,19 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')} load {' '.join(f'{x:.2f}' for x in os.getloadavg())}] {msg}", flush=True)
 
 
+def matmul_floor(torch, mx) -> None:
+    """The two frameworks' own fp32 error on one Talker-shaped product (fp64 reference): it sets
+    how close each backend can come to upstream's fp64 logits."""
+    import numpy as np
+
+    x = np.random.RandomState(0).randn(48, 1024).astype(np.float32)
+    w = (np.random.RandomState(1).randn(1024, 3072) / 32).astype(np.float32)
+    ref = x.astype(np.float64) @ w.astype(np.float64)
+    t = float(np.abs((torch.from_numpy(x) @ torch.from_numpy(w)).double().numpy() - ref).max())
+    m = float(np.abs(np.array(mx.array(x) @ mx.array(w)).astype(np.float64) - ref).max())
+    log(f"fp32 matmul [48 x 1024] @ [1024 x 3072] vs fp64: torch {t:.3e}, mlx {m:.3e} (mlx / torch {m / t:.1f}x)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", required=True)
@@ -36,6 +49,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--cp-frames", type=int, default=4)
     ap.add_argument("--reference", help="upstream fp64 logits from bench/upstream_qwen3.py --full --save-reference")
+    ap.add_argument("--floor-only", action="store_true", help="only each framework's fp32 matmul error against fp64")
     a = ap.parse_args()
 
     import mlx.core as mx
@@ -49,6 +63,9 @@ def main() -> int:
     from epub2audio.voices.qwen3tts.talker import Talker
 
     torch.set_num_threads(a.threads)
+    matmul_floor(torch, mx)
+    if a.floor_only:
+        return 0
     ck = load_checkpoint(a.dir)
     ta, ga = ck.talker_args, ck.generation
     stages = {"torch": (Talker.from_state_dict(ta, ck.state_dict), CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict))}
