@@ -24,6 +24,18 @@ folder's tensors into them with strict=True (proving the key names and shapes), 
 the same inputs: Talker logits (prefill and teacher-forced steps), Code Predictor logits, decoder
 waveform. Upstream's floor is its own fp32 run against its fp64 run; ours is reported against
 upstream fp64 beside it.
+
+Full size (a seeded random 0.6B CustomVoice folder in the official layout, written once with our venv):
+
+    PYTHONPATH=engine:. nice /work/main/.venv/bin/python bench/qwen3_full_folder.py /work/tmp/qwen3-full
+    PYTHONPATH=engine:. nice /work/qwen-upstream/bin/python bench/upstream_qwen3.py --dir /work/tmp/qwen3-full \
+        --full [--save-reference REF.pt] [--speed --rounds 3]
+
+--full runs the same stage comparison with one implementation of one stage in memory at a time
+(upstream's Talker fp32 then fp64 is the peak, ~7 GB, its text embedding dropped after the strict
+load); --save-reference keeps upstream's fp64 logits for bench/qwen3_backends.py (MLX) to check;
+--speed times ours against upstream per stage (Talker step, Code Predictor frame, decoder per
+second of audio), both fp32 on the same threads, in interleaved ABBA rounds, best of rounds.
 """
 
 from __future__ import annotations
