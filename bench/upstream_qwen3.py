@@ -24,6 +24,18 @@ folder's tensors into them with strict=True (proving the key names and shapes), 
 the same inputs: Talker logits (prefill and teacher-forced steps), Code Predictor logits, decoder
 waveform. Upstream's floor is its own fp32 run against its fp64 run; ours is reported against
 upstream fp64 beside it.
+
+Full size (a seeded random 0.6B CustomVoice folder in the official layout, written once with our venv):
+
+    PYTHONPATH=engine:. nice /work/main/.venv/bin/python bench/qwen3_full_folder.py /work/tmp/qwen3-full
+    PYTHONPATH=engine:. nice /work/qwen-upstream/bin/python bench/upstream_qwen3.py --dir /work/tmp/qwen3-full \
+        --full [--save-reference REF.pt] [--speed --rounds 3]
+
+--full runs the same stage comparison with one implementation of one stage in memory at a time
+(upstream's Talker fp32 then fp64 is the peak, ~7 GB, its text embedding dropped after the strict
+load); --save-reference keeps upstream's fp64 logits for bench/qwen3_backends.py (MLX) to check;
+--speed times ours against upstream per stage (Talker step, Code Predictor frame, decoder per
+second of audio), both fp32 on the same threads, in interleaved ABBA rounds, best of rounds.
 """
 
 from __future__ import annotations
@@ -270,6 +282,261 @@ def clone_compare(d: Path, fixture_path: str | None) -> None:
         print(f"wrote {fixture_path}")
 
 
+def log(msg: str) -> None:
+    import os
+    import time
+
+    print(f"[{time.strftime('%H:%M:%S')} load {' '.join(f'{x:.2f}' for x in os.getloadavg())}] {msg}", flush=True)
+
+
+def _free() -> None:
+    import gc
+
+    gc.collect()
+
+
+def _rss_gb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1e6
+    return float("nan")
+
+
+def _upstream_talker(ck, cfg, dtype=torch.float32):
+    """Upstream's own Qwen3TTSTalkerForConditionalGeneration (the Talker and its Code Predictor),
+    built without random init and loaded strictly from the folder's bf16 tensors (cast on copy).
+    The text embedding (151936 x 2048) is dropped after the strict load: these comparisons feed
+    input vectors, and at fp64 it alone would be 2.5 GB."""
+    from qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSTalkerForConditionalGeneration
+    from transformers.modeling_utils import no_init_weights
+
+    with no_init_weights():
+        m = Qwen3TTSTalkerForConditionalGeneration(cfg.talker_config)
+    m.load_state_dict({k[len("talker."):]: v for k, v in ck.state_dict.items()}, strict=True)
+    m.model.text_embedding = None
+    return m.to(dtype).eval()
+
+
+def _upstream_decoder(ck, scfg, dtype=torch.float32):
+    from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Decoder
+    from transformers.modeling_utils import no_init_weights
+
+    with no_init_weights():
+        m = Qwen3TTSTokenizerV2Decoder(scfg.decoder_config)
+    m.load_state_dict(ck.decoder_state_dict, strict=True)
+    return m.to(dtype).eval()
+
+
+def _our_talker(ck):
+    from epub2audio.voices.qwen3tts.talker import Talker
+
+    t = Talker.from_state_dict(ck.talker_args, ck.state_dict)  # strict
+    t.model.text_embedding = None  # not read by these comparisons (see _upstream_talker)
+    return t
+
+
+def full_size(d: Path, prefill: int, steps: int, n_frames: int, save_reference: str | None = None) -> int:
+    """Stage by stage at full size, one implementation of one stage in memory at a time.
+    `save_reference`: also write upstream's fp64 Talker / Code Predictor logits, their fp32 floors
+    and the inputs (torch.save) so that bench/qwen3_backends.py --reference can hold the MLX stages
+    to them from our environment (the upstream one has no mlx)."""
+    from qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSConfig
+    from qwen_tts.core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Config
+
+    from epub2audio.voices.qwen3tts.checkpoint import load_checkpoint
+    from epub2audio.voices.qwen3tts.code_predictor import CodePredictor
+    from epub2audio.voices.qwen3tts.decoder import Decoder
+
+    ck = load_checkpoint(d)
+    cfg = Qwen3TTSConfig(**json.loads((d / "config.json").read_text()))
+    scfg = Qwen3TTSTokenizerV2Config(**json.loads((d / "speech_tokenizer" / "config.json").read_text()))
+    ta = ck.talker_args
+    log(f"{d}: talker {ta.num_hidden_layers} layers x {ta.hidden_size}, code predictor "
+        f"{ck.code_predictor_args.num_hidden_layers} layers, decoder {ck.decoder_args.num_hidden_layers} layers; "
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; RSS {_rss_gb():.1f} GB")  # fmt: skip
+    g = torch.Generator().manual_seed(7)
+    n = prefill + steps
+    x = torch.randn(1, n, ta.hidden_size, generator=g)
+    hid, first = torch.randn(1, 1, ta.hidden_size, generator=g), torch.randn(1, 1, ta.hidden_size, generator=g)
+    codes = torch.randint(0, 2048, (14,), generator=g).tolist()
+    frames = torch.randint(0, 2048, (1, 16, n_frames), generator=g)
+
+    def mx(a, b):
+        return float((a.double() - b.double()).abs().max())
+
+    def up_talker_logits(m, xx):
+        return m.codec_head(m.model(inputs_embeds=xx, use_cache=False).last_hidden_state)[0]
+
+    def up_cp_logits(m, dt):
+        cp = m.code_predictor
+        parts = [hid.to(dt), first.to(dt)] + [cp.model.codec_embedding[i](torch.tensor([[c]])) for i, c in enumerate(codes)]
+        h = cp.model(inputs_embeds=cp.small_to_mtp_projection(torch.cat(parts, 1)), use_cache=False).last_hidden_state
+        return torch.stack([cp.lm_head[i](h[0, i + 1]) for i in range(15)])
+
+    res = {}
+    with torch.inference_mode():
+        t = _our_talker(ck)
+        res["ours_full"] = t(x)[0]
+        step = t.start_decoding(x[:, :prefill])
+        res["ours_session"] = torch.stack([step(None)[0]] + [step(x[0, i])[0] for i in range(prefill, n)])
+        log(f"ours Talker: strict load ok, logits [{n}, {ta.vocab_size}]; RSS {_rss_gb():.1f} GB")
+        del t, step
+        _free()
+        cp = CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict)
+        res["ours_cp"] = cp(hid[0, 0], first[0, 0], codes)
+        del cp
+        _free()
+        up = _upstream_talker(ck, cfg)
+        log(f"upstream Talker + Code Predictor fp32: strict load ok; RSS {_rss_gb():.1f} GB")
+        res["up32"], res["cp32"] = up_talker_logits(up, x), up_cp_logits(up, torch.float32)
+        up = up.double()
+        _free()
+        log(f"upstream fp64: RSS {_rss_gb():.1f} GB")
+        res["up64"], res["cp64"] = up_talker_logits(up, x.double()), up_cp_logits(up, torch.float64)
+        del up
+        _free()
+        u32, u64 = res["up32"], res["up64"]
+        log(f"talker logits [{n} positions x {ta.vocab_size}]: upstream fp32 vs fp64 {mx(u32, u64):.3e}; "
+            f"ours vs upstream fp64 {mx(res['ours_full'], u64):.3e}; ours KV-cache session (prefill {prefill} + "
+            f"{steps} teacher-forced steps) vs fp64 {mx(res['ours_session'], u64[prefill - 1:]):.3e}; "
+            f"logit scale: max |logit| {float(u64.abs().max()):.2f}, argmax agree ours/fp64 "
+            f"{int((res['ours_full'].argmax(-1) == u64.argmax(-1)).sum())}/{n}")  # fmt: skip
+        log(f"code predictor logits [15 heads x 2048]: upstream fp32 vs fp64 {mx(res['cp32'], res['cp64']):.3e}; "
+            f"ours vs fp64 {mx(res['ours_cp'], res['cp64']):.3e}; max |logit| {float(res['cp64'].abs().max()):.2f}")
+        if save_reference:
+            torch.save({"x": x, "hid": hid, "first": first, "codes": codes, "prefill": prefill,
+                        "talker64": u64, "talker_floor": mx(u32, u64), "cp64": res["cp64"],
+                        "cp_floor": mx(res["cp32"], res["cp64"])}, save_reference)  # fmt: skip
+            log(f"upstream fp64 references written to {save_reference}")
+        dec = Decoder.from_state_dict(ck.decoder_args, ck.decoder_state_dict)
+        wours = dec.decode(frames[0].T)
+        del dec
+        _free()
+        up_dec = _upstream_decoder(ck, scfg)
+        w32 = up_dec.chunked_decode(frames)[0, 0]
+        up_dec = up_dec.double()
+        w64 = up_dec.chunked_decode(frames)[0, 0]
+        del up_dec
+        _free()
+        log(f"decoder waveform [{n_frames} frames, {wours.numel()} samples]: upstream fp32 vs fp64 {mx(w32, w64):.3e}; "
+            f"ours vs fp64 {mx(wours, w64):.3e}; ours vs upstream fp32 {mx(wours, w32):.3e}; peak {float(w64.abs().max()):.3f}")
+    return 0
+
+
+def speed(d: Path, rounds: int, prefill: int, steps: int, cp_frames: int, n_frames: int) -> int:
+    """Ours vs upstream (both fp32, same threads), per stage, interleaved ABBA rounds; best of rounds."""
+    import time
+
+    from qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSConfig
+    from qwen_tts.core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Config
+
+    from epub2audio.voices.qwen3tts.checkpoint import load_checkpoint
+    from epub2audio.voices.qwen3tts.code_predictor import CodePredictor
+    from epub2audio.voices.qwen3tts.decoder import Decoder
+    from epub2audio.voices.qwen3tts.sampling import warp_and_draw
+
+    ck = load_checkpoint(d)
+    cfg = Qwen3TTSConfig(**json.loads((d / "config.json").read_text()))
+    scfg = Qwen3TTSTokenizerV2Config(**json.loads((d / "speech_tokenizer" / "config.json").read_text()))
+    ga, H = ck.generation, ck.talker_args.hidden_size
+    talker, cp = _our_talker(ck), CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict)
+    up = _upstream_talker(ck, cfg)
+    dec, up_dec = Decoder.from_state_dict(ck.decoder_args, ck.decoder_state_dict), _upstream_decoder(ck, scfg)
+    ck.state_dict.clear()
+    _free()
+    log(f"speed, fp32, torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"{rounds} rounds; RSS {_rss_gb():.1f} GB")
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(1, prefill + steps, H, generator=g)
+    hid, first = torch.randn(1, 1, H, generator=g), torch.randn(1, 1, H, generator=g)
+    frames = torch.randint(0, 2048, (1, 16, n_frames), generator=g)
+    sub = dict(do_sample=ga.subtalker_dosample, temperature=ga.subtalker_temperature, top_k=ga.subtalker_top_k,
+               top_p=ga.subtalker_top_p)  # fmt: skip
+
+    def ours_talker():
+        step = talker.start_decoding(x[:, :prefill])
+        step(None)
+        t0 = time.perf_counter()
+        for i in range(prefill, prefill + steps):
+            step(x[0, i])
+        return (time.perf_counter() - t0) / steps
+
+    def up_talker():
+        out = up.model(inputs_embeds=x[:, :prefill], use_cache=True)
+        up.codec_head(out.last_hidden_state[:, -1:])
+        pkv = out.past_key_values
+        t0 = time.perf_counter()
+        for i in range(prefill, prefill + steps):
+            out = up.model(inputs_embeds=x[:, i : i + 1], past_key_values=pkv, use_cache=True)
+            pkv = out.past_key_values
+            up.codec_head(out.last_hidden_state)
+        return (time.perf_counter() - t0) / steps
+
+    def ours_cp():
+        gen = torch.Generator().manual_seed(1)
+        t0 = time.perf_counter()
+        for _ in range(cp_frames):
+            cp.predict(hid[0, 0], first[0, 0], lambda lg: warp_and_draw(lg.clone(), gen, **sub))
+        return (time.perf_counter() - t0) / cp_frames
+
+    def up_cp():
+        torch.manual_seed(1)
+        t0 = time.perf_counter()
+        for _ in range(cp_frames):  # as upstream's Talker forward calls it for every frame
+            up.code_predictor.generate(inputs_embeds=torch.cat((hid, first), dim=1), max_new_tokens=15,
+                                       do_sample=sub["do_sample"], top_p=sub["top_p"], top_k=sub["top_k"],
+                                       temperature=sub["temperature"], output_hidden_states=True,
+                                       return_dict_in_generate=True)  # fmt: skip
+        return (time.perf_counter() - t0) / cp_frames
+
+    seconds = n_frames / 12.5
+
+    def ours_dec():
+        t0 = time.perf_counter()
+        dec.decode(frames[0].T)
+        return (time.perf_counter() - t0) / seconds
+
+    def up_dec_run():
+        t0 = time.perf_counter()
+        up_dec.chunked_decode(frames)
+        return (time.perf_counter() - t0) / seconds
+
+    stages = {
+        "Talker step (s/step)": {"upstream": up_talker, "ours": ours_talker},
+        "Code Predictor frame (s/frame)": {"upstream": up_cp, "ours": ours_cp},
+        "decoder (s per s of audio)": {"upstream": up_dec_run, "ours": ours_dec},
+    }
+    best = {}
+    with torch.inference_mode():
+        for stage, runs in stages.items():
+            for fn in runs.values():
+                fn()  # warm-up, untimed
+            times = {n: [] for n in runs}
+            for r in range(rounds):
+                order = list(runs) if r % 2 == 0 else list(runs)[::-1]
+                for name in order:
+                    times[name].append(runs[name]())
+                log(f"  {stage} round {r + 1}: " + ", ".join(f"{n} {times[n][-1]:.4f}" for n in runs))
+            best[stage] = times
+    print(f"\n## Upstream qwen-tts 0.1.1 vs ours, {d.name} (Talker {ck.talker_args.num_hidden_layers} x {H}), fp32, CPU, "
+          f"{torch.get_num_threads()} threads")
+    print(f"Talker step after a {prefill}-position prefill ({steps} steps), Code Predictor frame = 15 draws "
+          f"({cp_frames} frames; upstream: its code_predictor.generate as its Talker calls it), decoder on "
+          f"{n_frames} frames ({seconds:.1f} s of audio). Best of {rounds} interleaved rounds (ABBA); "
+          f"ratio = upstream / ours (> 1: ours faster)\n")  # fmt: skip
+    print("| stage | variant | seconds (all rounds) | upstream / this |\n|---|---|---|---|")
+    for stage, times in best.items():
+        for name, ts in times.items():
+            ratio = "" if name == "upstream" else f"{min(times['upstream']) / min(ts):.2f}x"
+            print(f"| {stage} | {name} | {min(ts):.4f} ({', '.join(f'{t:.4f}' for t in ts)}) | {ratio} |")
+    per_audio = {n: 12.5 * (min(best["Talker step (s/step)"][n]) + min(best["Code Predictor frame (s/frame)"][n]))
+                 + min(best["decoder (s per s of audio)"][n]) for n in ("upstream", "ours")}  # fmt: skip
+    print(f"\nRTF (12.5 x (Talker step + CP frame) + decoder per s): upstream {per_audio['upstream']:.2f}, "
+          f"ours {per_audio['ours']:.2f}; upstream / ours {per_audio['upstream'] / per_audio['ours']:.2f}x")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", help="a Qwen3-TTS folder (default: write the tests' tiny one)")
@@ -277,12 +544,31 @@ def main() -> int:
     ap.add_argument("--base-dir", help="a tiny Base folder (random_weights.write_tiny_base_model): compare the cloning stages")
     ap.add_argument("--write-base-fixture", help="write upstream's cloning-stage outputs as JSON here")
     ap.add_argument("--skip-custom", action="store_true", help="only the Base comparisons")
+    ap.add_argument("--full", action="store_true", help="the stage comparison at full size (--dir: a folder "
+                    "from bench/qwen3_full_folder.py), one stage and one implementation in memory at a time")
+    ap.add_argument("--speed", action="store_true", help="per-stage speed, ours vs upstream, interleaved rounds")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prefill", type=int, default=40)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--frames", type=int, default=25, help="decoder frames (12.5 a second)")
+    ap.add_argument("--cp-frames", type=int, default=4)
+    ap.add_argument("--save-reference", help="with --full: write upstream's fp64 logits + inputs here (torch.save)")
     a = ap.parse_args()
     _stub_torchaudio()
     if a.base_dir:
         clone_compare(Path(a.base_dir), a.write_base_fixture)
         if a.skip_custom:
             return 0
+    if a.full or a.speed:
+        torch.set_num_threads(a.threads)
+        if not a.dir:
+            ap.error("--full / --speed need --dir (a full-size folder from bench/qwen3_full_folder.py)")
+        if a.full:
+            full_size(Path(a.dir), a.prefill, a.steps, a.frames, a.save_reference)
+        if a.speed:
+            speed(Path(a.dir), a.rounds, a.prefill, a.steps, a.cp_frames, a.frames)
+        return 0
     from qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSConfig
     from qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSForConditionalGeneration
     from qwen_tts.core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2 import Qwen3TTSTokenizerV2Config

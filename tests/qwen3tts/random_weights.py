@@ -182,14 +182,39 @@ def write_tokenizer(d: Path, corpus: str = _CORPUS, n_merges: int = 150) -> None
     (d / "tokenizer_config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
 
 
-def write_tiny_model(d: Path, seed: int = 0, corpus: str = _CORPUS, n_merges: int = 150) -> Path:
+def full_config() -> dict:
+    """The 0.6B CustomVoice config.json fields (shared/reference/qwen3tts.md section 2): benchmarks only."""
+    cfg = tiny_config()
+    qwen3 = {"hidden_size": 1024, "intermediate_size": 3072, "num_attention_heads": 16, "num_key_value_heads": 8,
+             "head_dim": 128}  # fmt: skip
+    cfg["talker_config"].update(qwen3, num_hidden_layers=28, text_hidden_size=2048,
+                                rope_scaling={"interleaved": True, "mrope_section": [24, 20, 20], "rope_type": "default"})
+    cfg["talker_config"]["code_predictor_config"].update(qwen3, num_hidden_layers=5, layer_types=["full_attention"] * 5)
+    cfg["speaker_encoder_config"] = {"enc_dim": 1024, "sample_rate": 24000}
+    return cfg
+
+
+def full_speech_config() -> dict:
+    """The 12 Hz tokenizer's decoder_config at full size (shared/reference/qwen3tts.md section 4)."""
+    cfg = tiny_speech_config()
+    cfg["decoder_config"].update(latent_dim=1024, codebook_dim=512, decoder_dim=1536, hidden_size=512,
+                                 intermediate_size=1024, head_dim=64, num_attention_heads=16, num_hidden_layers=8,
+                                 num_key_value_heads=16)  # fmt: skip
+    return cfg
+
+
+def write_model(d: Path, seed: int = 0, config: dict | None = None, speech_config: dict | None = None,
+                corpus: str = _CORPUS, n_merges: int = 150) -> Path:
     d = Path(d)
+    config, speech_config = config or tiny_config(), speech_config or tiny_speech_config()
     (d / "speech_tokenizer").mkdir(parents=True, exist_ok=True)
-    main, speech = random_state_dicts(seed)
-    (d / "config.json").write_text(json.dumps(tiny_config(), indent=2), encoding="utf-8")
+    main, speech = random_state_dicts(seed, config, speech_config)
+    (d / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
     (d / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2), encoding="utf-8")
-    save_file({k: v.to(torch.bfloat16) for k, v in main.items()}, str(d / "model.safetensors"))
-    (d / "speech_tokenizer" / "config.json").write_text(json.dumps(tiny_speech_config(), indent=2), encoding="utf-8")
+    main = {k: v.to(torch.bfloat16) for k, v in main.items()}
+    save_file(main, str(d / "model.safetensors"))
+    del main
+    (d / "speech_tokenizer" / "config.json").write_text(json.dumps(speech_config, indent=2), encoding="utf-8")
     save_file(speech, str(d / "speech_tokenizer" / "model.safetensors"))
     write_tokenizer(d, corpus, n_merges)
     return d
@@ -266,6 +291,10 @@ def write_tiny_base_model(d: Path, seed: int = 0) -> Path:
     save_file(speech, str(d / "speech_tokenizer" / "model.safetensors"))
     write_tokenizer(d)
     return d
+
+
+def write_tiny_model(d: Path, seed: int = 0, corpus: str = _CORPUS, n_merges: int = 150) -> Path:
+    return write_model(d, seed, corpus=corpus, n_merges=n_merges)
 
 
 def reference_audio(seconds: float = 2.0, seed: int = 1, rate: int = 24000):

@@ -12,6 +12,8 @@ vector (then tts_eos, then tts_pad for ever). A frame is: one Talker draw (codeb
 Predictor's 15 draws, all from the same generator in that order, as upstream's draws interleave.
 Upstream stops at eos (not emitted) or after max_new_tokens draws; a capped run keeps the frames
 whose 15 codes were drawn. The length bound here is T_max = min(T_config, max(75, 6 * text tokens)).
+The stages may be torch's (talker.py, code_predictor.py) or MLX's (talker_mlx.py, code_predictor_mlx.py):
+both hand this loop CPU fp32 torch logits and embeddings, so the draws and the sums are the same code.
 
 The Base model (build_clone_prompt / generate_clone) puts a reference voice in the same loop: its
 x-vector takes the speaker's codec slot and, in ICL mode, the reference text and codes are laid into
@@ -108,7 +110,7 @@ def run_frames(talker: Talker, cp: CodePredictor, prompt: torch.Tensor, trailing
         emitted.append(code0)
         if k == cap - 1:
             break  # upstream stops after its last draw: this code never gets its 15 companions
-        first = talker.model.codec_embedding.weight[code0]
+        first = talker.codec_row(code0)
         rest = cp.predict(hidden, first, sub_pick)
         frames.append([code0, *rest])
         x = first + sum(cp.embed_code(g, c) for g, c in enumerate(rest, 1))

@@ -305,6 +305,10 @@ class Talker(nn.Module):
         ids = torch.as_tensor(codec_ids, dtype=torch.long, device=self.codec_head.weight.device).view(1, -1)
         return self.model.codec_embedding(ids)
 
+    def codec_row(self, code: int) -> torch.Tensor:
+        """The codec embedding of one code [H]: codebook 1's part of the next step's input."""
+        return self.model.codec_embedding.weight[code]
+
     def forward(self, inputs_embeds: torch.Tensor) -> torch.Tensor:
         """Codec logits at every position, [1, L, H] -> [1, L, vocab] fp32 (full recompute: tests)."""
         return self.codec_head(self.model(inputs_embeds)).float()
