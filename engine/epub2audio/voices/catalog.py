@@ -313,6 +313,30 @@ def _matches(preference: str, voice: str) -> bool:
     return preference in (voice, bare) or preference in bare.split("-")
 
 
+def speakers(language: str | None, config: dict) -> list[str]:
+    """The installed voices that speak `language`, best first: config.toml's [preferred_voices]
+    choice (by full tag, then primary subtag) if it is one of them, then `voice list` order."""
+    from ..book.language import primary
+
+    code = primary(language)
+    if not code:
+        return []
+    found = [row.name for row in listing() if code in row.languages]
+    preferred = config.get("preferred_voices") or {}
+    wanted = (preferred.get(language or "") or preferred.get(code)) if isinstance(preferred, dict) else None
+    first = next((v for v in found if wanted and _matches(str(wanted), v)), None)
+    return ([first] if first else []) + [v for v in found if v != first]
+
+
+def sample_rate_of(voice: str) -> int | None:
+    """The rate a voice's audio comes at, known without loading it (None: not an installed voice)."""
+    voice = ALIASES.get(voice, voice)
+    if voice.startswith("piper:"):
+        return next((v.sample_rate for v in piper_voices() if v.name == voice), None)
+    family = voice.split(":", 1)[0] if ":" in voice else voice
+    return SAMPLE_RATES.get(family)
+
+
 def choose_voice(book_language: str | None, config: dict) -> tuple[str, str | None]:
     """`--voice auto`: (the voice that reads the book, a one-line warning or None).
 
