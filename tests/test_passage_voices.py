@@ -31,8 +31,9 @@ def homes(tmp_path, monkeypatch):
     return tmp_path
 
 
-def book(tmp_path: Path, body: str = BODY) -> Path:
-    return make_epub(tmp_path, {"c1.xhtml": xhtml(body, "One")}, nav=[("One", "c1.xhtml")])
+def book(folder: Path, body: str = BODY) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return make_epub(folder, {"c1.xhtml": xhtml(body, "One")}, nav=[("One", "c1.xhtml")])
 
 
 def add_french_voice(tmp_path: Path) -> Path:
@@ -150,3 +151,74 @@ def test_regen_remakes_a_passage_with_its_own_voice(homes, tmp_path):
     assert run.code == 0, run.stderr
     assert run.stdout.startswith(f"Segment 1.3 ({FRENCH!r}) re-made: identical to the stored audio.")
     assert stored(out) == before  # the French voice again, with its seed: the same bytes
+
+
+CALIBRE_BODY = ('<h1>One</h1><p>The cat came in.</p><p data-calibre-tts="siwis">Le chat dort sur la table.</p>'
+                '<p>Then it <span data-calibre-tts=\'{"voice": "karl"}\'>slept</span> all day.</p>')
+
+
+def test_data_calibre_tts_names_the_voice_of_a_passage(homes, tmp_path):
+    add_french_voice(tmp_path)
+    out = tmp_path / "cat.m4b"
+    run = convert(book(tmp_path, CALIBRE_BODY), out)
+    assert run.events("plan")[0]["voices"] == "Other voices: passages the book gives to 'siwis' by piper:siwis"
+    assert [w["message"] for w in run.events("warning")] == [
+        "the book asks for voice 'karl' (data-calibre-tts), which is not installed: those passages are read as the rest"]
+    # the unknown name cuts no sentence: "Then it slept all day." is one segment, read by joe
+    assert [(text, voice) for text, voice, _ in stored(out)] == [
+        ("One", "joe"), ("The cat came in.", "joe"), (FRENCH, "piper:siwis"), ("Then it slept all day.", "joe")]
+
+
+def test_an_unknown_data_calibre_tts_voice_changes_nothing(homes, tmp_path):
+    named = convert(book(tmp_path / "a", CALIBRE_BODY), tmp_path / "named.m4b")  # no French voice installed
+    assert len(named.events("warning")) == 2  # one line per name the book gives
+    plain = convert(book(tmp_path / "b", CALIBRE_BODY.replace(' data-calibre-tts="siwis"', "").replace(
+        ' data-calibre-tts=\'{"voice": "karl"}\'', "")), tmp_path / "plain.m4b")
+    assert plain.events("warning") == []
+    assert stored(tmp_path / "named.m4b") == stored(tmp_path / "plain.m4b")
+
+
+def test_calibre_voice_names_match_calibres_downloaded_piper_voices(homes, tmp_path, monkeypatch):
+    from epub2audio.voices.passages import passage_readers
+
+    cache = tmp_path / "calibre-cache"
+    french_joe(cache / "piper-voices", "fr_FR-siwis-medium")
+    slow = french_joe(cache / "piper-voices", "fr_FR-upmc-x_low")  # calibre's x_low voices are 16 kHz
+    config = json.loads(Path(str(slow) + ".json").read_text(encoding="utf-8"))
+    config["audio"]["sample_rate"] = 16000
+    Path(str(slow) + ".json").write_text(json.dumps(config), encoding="utf-8")
+    monkeypatch.setenv("CALIBRE_CACHE_DIRECTORY", str(cache))
+
+    readers = passage_readers("joe", "en", {"fr-FR", "la"}, {"siwis", "piper:fr_FR-siwis-medium", "upmc", "karl"}, {})
+    assert readers.languages == {"fr": "piper:fr_FR-siwis-medium"}  # Latin: nobody speaks it, joe reads it
+    assert readers.named == {"siwis": "piper:fr_FR-siwis-medium", "piper:fr_FR-siwis-medium": "piper:fr_FR-siwis-medium"}
+    assert readers.warnings == [
+        "the book asks for voice 'karl' (data-calibre-tts), which is not installed: those passages are read as the rest",
+        "the book asks for voice 'upmc' (data-calibre-tts): piper:fr_FR-upmc-x_low is at 16000 Hz, "
+        "the book's voice at 22050 Hz; those passages are read as the rest"]
+    assert readers.voice_for("fr") == readers.voice_for(None, "siwis") == "piper:fr_FR-siwis-medium"
+    assert readers.voice_for("fr", "karl") == "piper:fr_FR-siwis-medium"  # an unknown name: the language rule
+    assert readers.voice_for("la") == readers.voice_for(None, "karl") == readers.voice_for(None, "upmc") == "joe"
+
+    preferred = passage_readers("joe", "en", {"fr"}, set(), {"preferred_voices": {"fr": "upmc"}})
+    assert preferred.languages == {"fr": "piper:fr_FR-siwis-medium"}  # the preferred one is at another rate
+    (cache / "piper-voices" / "fr_FR-siwis-medium.onnx").unlink()
+    only_slow = passage_readers("joe", "en", {"fr"}, set(), {})
+    assert only_slow.languages == {}
+    assert only_slow.warnings == ["piper:fr_FR-upmc-x_low speaks French (fr) but at 16000 Hz, the book's voice joe "
+                                  "at 22050 Hz: joe reads the French (fr) passages"]
+
+
+def test_preferred_voices_choose_the_passage_voice(homes, tmp_path, monkeypatch):
+    from epub2audio.voices.passages import passage_readers
+
+    cache = tmp_path / "calibre-cache"
+    french_joe(cache / "piper-voices", "fr_FR-siwis-medium")
+    french_joe(cache / "piper-voices", "fr_FR-tom-medium")
+    monkeypatch.setenv("CALIBRE_CACHE_DIRECTORY", str(cache))
+    assert passage_readers("joe", "en", {"fr"}, set(), {}).languages == {"fr": "piper:fr_FR-siwis-medium"}
+    preferred = passage_readers("joe", "en", {"fr"}, set(), {"preferred_voices": {"fr": "tom"}})
+    assert preferred.languages == {"fr": "piper:fr_FR-tom-medium"}
+    assert preferred.summary() == "Other voices: French (fr) passages by piper:fr_FR-tom-medium"
+    # a book voice that speaks the passage's language keeps it
+    assert passage_readers("piper:fr_FR-tom-medium", "de", {"fr"}, set(), {}).languages == {}

@@ -20,7 +20,7 @@ from pathlib import Path
 from .audiobook.m4b import AudioChapter, tags_for_book, write_m4b
 from .book import Book
 from .book.epub import load_book
-from .book.language import runs as language_runs
+from .book.language import foreign, runs as language_runs, split_voice, with_voice
 from .book.lexicon import (PHONEME_VOICES, Entry, Lexicon, apply as apply_lexicons, job_lexicon, load_book_settings,
                            voice_text)
 from .book.model import Chapter
@@ -163,12 +163,14 @@ def read_indices(chapter: Chapter, say_titles: bool) -> list[int]:
 
 def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lexicon: Lexicon | None = None,
                    book_lexicon: Lexicon | None = None, phonemes: bool = True,
-                   letters: dict[int, str] | None = None) -> Chapter:
+                   letters: dict[int, str] | None = None, voices: frozenset[str] = frozenset()) -> Chapter:
     """A chapter as it is read: title dropped if asked, pronunciations marked, text normalised.
     phonemes=False (a voice that cannot take IPA): the book's ssml:ph and PLS entries and the
     user's IPA entries are left out, so the written words are normalised in their context.
     `letters`: heading index → "letter" (a letter of the alphabet, not a Roman numeral) or
-    "numeral" ("Chapter C" among Roman chapter numbers), from letter_paragraphs."""
+    "numeral" ("Chapter C" among Roman chapter numbers), from letter_paragraphs.
+    `voices`: the voice names the book gives passages (data-calibre-tts) that a voice of their own
+    reads; a passage naming another is read as if it named none (its sentences are not cut there)."""
     letters = letters or {}
     if book_lexicon is None:
         book_lexicon = Lexicon([Entry(g, ipa=ipa) for g, ipa in book.pronunciation_lexicon])
@@ -183,7 +185,7 @@ def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lex
         # Each run of one language is marked and normalised on its own, by its own language's
         # rules (no English number words inside a French quotation).
         source = chapter.paragraphs[old]
-        runs = chapter.languages.get(old)
+        runs = [(a, b, _without_unread_voice(tag, voices)) for a, b, tag in chapter.languages.get(old, [])]
         if letters.get(old) == "numeral":  # respelt: spans over the written heading no longer fit
             source, spans, runs = numeral_label(source), None, None
         pieces: list[str] = []
@@ -192,7 +194,7 @@ def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lex
         for start, end, lang in language_runs(source, runs, book.language):
             inside = [(a - start, b - start, ipa) for a, b, ipa in spans or [] if start <= a and b <= end]
             text = apply_lexicons(source[start:end], inside, book_lexicon, lexicon)
-            text = normalize(text, lang or book.language, heading=heading)
+            text = normalize(text, split_voice(lang)[0] or book.language, heading=heading)
             if not text:
                 continue
             length += bool(pieces)  # the space that joins runs
@@ -208,6 +210,11 @@ def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lex
             breaks.add(new)
     return replace(chapter, paragraphs=paragraphs, kinds=kinds, breaks=breaks, pronunciations={},
                    languages=languages)
+
+
+def _without_unread_voice(tag: str, voices: frozenset[str]) -> str | None:
+    lang, voice = split_voice(tag)
+    return with_voice(lang, voice if voice in voices else None)
 
 
 def letter_paragraphs(book: Book) -> dict[int, dict[int, str]]:
@@ -240,31 +247,37 @@ def plan_segments(book: Book, chapter_indices: list[int], job_seed: int, voice: 
     for ci in chapter_indices:
         spoken = spoken_chapter(book, book.chapters[ci], say_titles=say_titles, lexicon=lexicon,
                                 book_lexicon=book_lexicon, phonemes=voice in PHONEME_VOICES,
-                                letters=letters.get(ci))
+                                letters=letters.get(ci), voices=frozenset(readers.named if readers else ()))
         segments = segment_chapter(ci, spoken)
         sources = sentence_sources(book.chapters[ci], spoken, read_indices(book.chapters[ci], say_titles),
                                    segments, book.language)
         for seg, source in zip(segments, sources):
-            reader = readers.voice_for(seg.lang) if readers else voice
+            lang, named = split_voice(seg.lang)  # named: the voice the book gives it (data-calibre-tts)
+            reader = readers.voice_for(lang, named) if readers else voice
             text = voice_text(seg.text, reader)  # pronunciation markup only for voices that speak it
             occurrence = seen[text]
             seen[text] += 1
             seed = segment_seed(job_seed, text, occurrence)
             # A voice whose audio depends on the language is told the book's too (a whole Japanese
             # book must not reach Kokoro untagged); the others only hear of foreign passages.
-            lang = seg.lang or (book.language if book.language and language_changes_audio(reader) else None)
+            lang = lang or (book.language if book.language and language_changes_audio(reader) else None)
             key = _key(reader, (model_ids or {}).get(reader, model_id), text, seed, lang)
             planned.append(PlannedSegment(ci, seg.index, key, text, seed, seg.pause_after_ms, lang, source,
                                           voice=reader if reader != voice else None))
     return planned
 
 
-def passage_languages(book: Book, chapter_indices: list[int]) -> set[str]:
-    """The tags of the passages in the selected chapters that are not in the book's language."""
-    from .book.language import foreign
-
-    return {tag for ci in chapter_indices for spans in book.chapters[ci].languages.values()
-            for _start, _end, tag in spans if foreign(tag, book.language)}
+def passage_readings(book: Book, chapter_indices: list[int]) -> tuple[set[str], set[str]]:
+    """The selected chapters' passages: the languages other than the book's they are in, and the
+    voice names the book gives some of them (calibre's data-calibre-tts)."""
+    langs, named = set(), set()
+    for ci in chapter_indices:
+        for spans in book.chapters[ci].languages.values():
+            for _start, _end, tag in spans:
+                lang, voice = split_voice(foreign(tag, book.language))
+                langs.update([lang] if lang else [])
+                named.update([voice] if voice else [])
+    return langs, named
 
 
 def sentence_sources(chapter: Chapter, spoken: Chapter, indices: list[int], segments: list,
@@ -654,7 +667,7 @@ def _passage_voices(book: Book, chapter_indices: list[int], options: ConvertOpti
     again, for the model id its segment keys need; one that cannot be loaded leaves its passages
     to the book's voice, with one warning line."""
     config = load_config()
-    readers = passage_readers(options.voice, book.language, passage_languages(book, chapter_indices), set(), config)
+    readers = passage_readers(options.voice, book.language, *passage_readings(book, chapter_indices), config)
     for warning in readers.warnings:
         progress.emit("warning", message=warning)
     others: dict[str, tuple[VoiceChoice, VoiceDetails]] = {}

@@ -53,7 +53,8 @@ class Readers:
     def summary(self) -> str:
         """One line for people: which other voices read what ('' when the book's voice reads all)."""
         parts = [f"{language_name(code)} passages by {voice}" for code, voice in sorted(self.languages.items())]
-        parts += [f"passages the book gives to {wanted!r} by {voice}" for wanted, voice in sorted(self.named.items())]
+        parts += [f"passages the book gives to {wanted!r} by {voice}" for wanted, voice in sorted(self.named.items())
+                  if voice != self.book]
         return f"Other voices: {'; '.join(parts)}" if parts else ""
 
 
@@ -86,7 +87,7 @@ def passage_readers(book_voice: str, book_language: str | None, passage_langs: s
             readers.warnings.append(f"the book asks for voice {wanted!r} (data-calibre-tts): {matches[0].name} is "
                                     f"at {catalog.sample_rate_of(matches[0].name)} Hz, the book's voice at {rate} Hz; "
                                     f"those passages are read as the rest")
-        elif fitting[0].name != book_voice:
+        else:  # the book's voice too: the passage is still the book's choice, not the language rule's
             readers.named[wanted] = fitting[0].name
     return readers
 
