@@ -222,3 +222,15 @@ def test_preferred_voices_choose_the_passage_voice(homes, tmp_path, monkeypatch)
     assert preferred.summary() == "Other voices: French (fr) passages by piper:fr_FR-tom-medium"
     # a book voice that speaks the passage's language keeps it
     assert passage_readers("piper:fr_FR-tom-medium", "de", {"fr"}, set(), {}).languages == {}
+
+
+def test_list_chapters_says_which_voice_reads_the_french_passages(homes, tmp_path):
+    epub = book(tmp_path)
+    assert epub2audio(epub, "--list-chapters").stdout.splitlines()[-1].startswith("Read:")  # none: no such line
+    add_french_voice(tmp_path)
+    listed = epub2audio(epub, "--list-chapters")
+    assert listed.code == 0, listed.stderr
+    assert listed.stdout.splitlines()[-1] == "Other voices: French (fr) passages by piper:siwis"
+    as_json = json.loads(epub2audio(epub, "--list-chapters", "--progress", "json").stdout)
+    assert as_json["voices"] == "Other voices: French (fr) passages by piper:siwis"
+    assert "Other voices" not in epub2audio(epub, "--list-chapters", "--voice", "joe").stdout

@@ -16,7 +16,8 @@ Inline pronunciations (`ssml:ph` with alphabet "ipa", the alphabet inherited fro
 come out as `Block.phonemes`: (start, end, ipa) spans over the block's text. Languages
 (`xml:lang` / `lang`, inherited from the nearest ancestor, the <html> element included) come out
 as `Block.langs`: (start, end, tag) spans over the text whose language is known, so the caller can
-tell a Latin epigraph from the English around it.
+tell a Latin epigraph from the English around it. The voice calibre's `data-calibre-tts` names for a
+passage (a name, or JSON with "voice"; inherited) rides in the same spans' tags (language.with_voice).
 
 Margin notes (epub:type sidenote / marginalia, class "sidenote", "marginnote", ..., an <aside>
 that is not a note the caller names, a sidebar or a pull quote) and notes placed in the flow
