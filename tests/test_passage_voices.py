@@ -235,3 +235,36 @@ def test_list_chapters_says_which_voice_reads_the_french_passages(homes, tmp_pat
     as_json = json.loads(epub2audio(epub, "--list-chapters", "--progress", "json").stdout)
     assert as_json["voices"] == "Other voices: French (fr) passages by piper:siwis"
     assert "Other voices" not in epub2audio(epub, "--list-chapters", "--voice", "joe").stdout
+
+
+def test_data_calibre_tts_runs_from_the_markup(tmp_path):
+    """Both of calibre's forms, inherited by what is inside (a JSON object without "voice" keeps the
+    outer one), combined with xml:lang inside and outside, and on verse read through its lines."""
+    from epub2audio.book.epub import load_book
+    from epub2audio.book.language import VOICE_MARK
+    from epub2audio.book.segment import segment_chapter
+    from epub2audio.render import passage_readings, spoken_chapter
+
+    body = ('<h1>One</h1><p>He said <span data-calibre-tts="siwis">bonjour, mon ami</span> and left.</p>'
+            '<p data-calibre-tts=\'{"voice": "cory"}\'>Spoken by <i xml:lang="fr">Cory, oui</i> here.</p>'
+            '<div data-calibre-tts="ryan"><p data-calibre-tts=\'{"rate": 1}\'>Inherited.</p></div>'
+            '<p xml:lang="de">Ein <b data-calibre-tts="karl">Satz</b> hier.</p>'
+            '<div class="poem" data-calibre-tts="ryan"><p>Line one</p></div>')
+    epub = book(tmp_path, body)
+    loaded = load_book(epub)
+    chapter = loaded.chapters[0]
+    every = frozenset({"siwis", "cory", "ryan", "karl"})
+    said = [(s.text, s.lang) for s in segment_chapter(0, spoken_chapter(loaded, chapter, voices=every))]
+    v = VOICE_MARK
+    assert said == [
+        ("One", None), ("He said", None), ("bonjour, mon ami", f"{v}siwis"), ("and left.", None),
+        ("Spoken by", f"{v}cory"), ("Cory, oui", f"fr{v}cory"), ("here.", f"{v}cory"),
+        ("Inherited.", f"{v}ryan"),
+        ("Ein", "de"), ("Satz", f"de{v}karl"), ("hier.", "de"),
+        ("Line one", f"{v}ryan")]
+    assert passage_readings(loaded, [0]) == ({"fr", "de"}, set(every))
+    # names no voice of theirs reads: the runs are the ones the book has without the attribute
+    plain = [(s.text, s.lang) for s in segment_chapter(0, spoken_chapter(loaded, chapter))]
+    assert plain == [("One", None), ("He said bonjour, mon ami and left.", None), ("Spoken by", None),
+                     ("Cory, oui", "fr"), ("here.", None), ("Inherited.", None), ("Ein Satz hier.", "de"),
+                     ("Line one", None)]
