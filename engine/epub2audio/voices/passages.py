@@ -78,7 +78,7 @@ def passage_readers(book_voice: str, book_language: str | None, passage_langs: s
                 f"the book's voice {book_voice} at {rate} Hz: {book_voice} reads the {language_name(code)} passages")
     installed = [row for row in catalog.listing() if row.family != "test"]
     for wanted in sorted(calibre_names):
-        matches = [row for row in installed if catalog._matches(wanted, row.name)]
+        matches = [row for row in installed if catalog.name_matches(wanted, row.name)]
         fitting = [row for row in matches if catalog.sample_rate_of(row.name) == rate]
         if not matches:
             readers.warnings.append(f"the book asks for voice {wanted!r} (data-calibre-tts), which is not installed: "
