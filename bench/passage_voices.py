@@ -87,11 +87,19 @@ def main() -> None:
         for name, installed in (("joe only", False), ("joe + French voice", True)):
             seconds, plans[name] = run(name.split()[0] + str(installed), installed)
             best[name] = min(best[name], seconds)
+    from epub2audio.render import WorkerPool
+    from epub2audio.worker.supervisor import WorkerPolicy
+
+    probe = WorkerPool("joe", {}, 1, 1, WorkerPolicy(), None)  # what one load of a Piper voice costs here
+    load = probe.details().load["seconds"]
+    probe.close()
     base = best["joe only"]
     for name, seconds in best.items():
         plan = plans[name]
         print(f"{name:<20} {seconds:7.2f} s  x{seconds / base:5.2f}  segments {plan['total']}"
               f"  {plan.get('voices', 'joe reads all')}")
+    print(f"one Piper worker start and load: {load:.2f} s (the French voice loads twice: once for its "
+          f"model id before planning, once for its turn)")
     shutil.rmtree(home, ignore_errors=True)
 
 
