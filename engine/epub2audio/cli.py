@@ -348,6 +348,21 @@ def _yes_no(value: str | None) -> bool | None:
     return None if value is None else value == "yes"
 
 
+def _passage_voices_line(args: argparse.Namespace, book) -> str:
+    """Under --voice auto, the line saying which other voices read which passages ('' if none)."""
+    from .config import load_config
+    from .render import passage_readings
+    from .voices.catalog import AUTO, choose_voice
+    from .voices.passages import passage_readers
+
+    config = load_config()
+    if (args.voice or config.get("voice", AUTO)) != AUTO:
+        return ""
+    voice, _warning = choose_voice(book.language, config)
+    return passage_readers(voice, book.language, *passage_readings(book, list(range(len(book.chapters)))),
+                           config).summary()
+
+
 def run_convert(args: argparse.Namespace) -> int:
     from .book.epub import load_book
     from .render import ConvertOptions, convert, reading_for
@@ -365,7 +380,11 @@ def run_convert(args: argparse.Namespace) -> int:
                          image_alt=reading.image_alt)
         from .progress import json_line
 
-        print(json_line(chapter_listing(book)) if args.progress == "json" else chapter_table(book))
+        voices = _passage_voices_line(args, book)  # --voice auto: the other voices that would read passages
+        if args.progress == "json":
+            print(json_line({**chapter_listing(book), **({"voices": voices} if voices else {})}))
+        else:
+            print(chapter_table(book) + (f"\n{voices}" if voices else ""))
         return EXIT_OK
     if not args.book.is_file():
         raise InputError(f"{args.book}: no such file")

@@ -8,7 +8,8 @@ front ends read: one object a line on stdout, each with an "event" key:
   book     {title, chapters, segments, characters}
   voice    {name, narrator, backend, precision, sample_rate, model_id}
   plan     {total, cached, to_render, skipping: {parts, characters, read_characters, share, by_evidence,
-           summary}}   (what of the book is not read: book/skips.py; summary is the line people see)
+           summary}, voices}   (what of the book is not read: book/skips.py; summary is the line people
+           see; voices, only where other voices than the book's read passages: the line saying which)
   segment  {done, total, chapter, index, audio_seconds, synth_seconds, eta_seconds}
   split    {chapter, index, pieces}   (a segment the voice could not say within its length cap is said
            in `pieces` shorter ones instead: the `total` of later segment events grows by pieces - 1)
@@ -95,6 +96,8 @@ class TextProgress(Progress):
         elif event == "plan":
             if f.get("skipping"):
                 self._say(f["skipping"]["summary"])
+            if f.get("voices"):
+                self._say(f["voices"])
             if f["cached"]:
                 self._say(f"Resuming: {f['cached']} of {f['total']} segments already done")
             if self.show_bar:

@@ -14,12 +14,13 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from .audiobook.m4b import AudioChapter, tags_for_book, write_m4b
 from .book import Book
 from .book.epub import load_book
-from .book.language import runs as language_runs
+from .book.language import foreign, runs as language_runs, split_voice, with_voice
 from .book.lexicon import (PHONEME_VOICES, Entry, Lexicon, apply as apply_lexicons, job_lexicon, load_book_settings,
                            voice_text)
 from .book.model import Chapter
@@ -31,7 +32,8 @@ from .config import cache_dir, load_config
 from .errors import InputError, JobFailed
 from .progress import Eta, Progress
 from .store import PlannedSegment, SegmentStore, job_dir_for, segment_key, segment_seed
-from .voices.catalog import AUTO, choose_voice, language_changes_audio, language_warning, resolve
+from .voices.catalog import AUTO, VoiceChoice, choose_voice, language_changes_audio, language_warning, resolve
+from .voices.passages import Readers, passage_readers
 from .worker.autoscale import AutoWorkersArgs, Throughput, WorkerCountCache, cache_key, choose_workers
 from .worker.supervisor import (SegmentCapped, SegmentFailed, Stopped, Supervisor, VoiceDetails, VoiceLoadFailed,
                                 WorkerPolicy)
@@ -161,12 +163,14 @@ def read_indices(chapter: Chapter, say_titles: bool) -> list[int]:
 
 def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lexicon: Lexicon | None = None,
                    book_lexicon: Lexicon | None = None, phonemes: bool = True,
-                   letters: dict[int, str] | None = None) -> Chapter:
+                   letters: dict[int, str] | None = None, voices: frozenset[str] = frozenset()) -> Chapter:
     """A chapter as it is read: title dropped if asked, pronunciations marked, text normalised.
     phonemes=False (a voice that cannot take IPA): the book's ssml:ph and PLS entries and the
     user's IPA entries are left out, so the written words are normalised in their context.
     `letters`: heading index → "letter" (a letter of the alphabet, not a Roman numeral) or
-    "numeral" ("Chapter C" among Roman chapter numbers), from letter_paragraphs."""
+    "numeral" ("Chapter C" among Roman chapter numbers), from letter_paragraphs.
+    `voices`: the voice names the book gives passages (data-calibre-tts) that a voice of their own
+    reads; a passage naming another is read as if it named none (its sentences are not cut there)."""
     letters = letters or {}
     if book_lexicon is None:
         book_lexicon = Lexicon([Entry(g, ipa=ipa) for g, ipa in book.pronunciation_lexicon])
@@ -181,7 +185,7 @@ def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lex
         # Each run of one language is marked and normalised on its own, by its own language's
         # rules (no English number words inside a French quotation).
         source = chapter.paragraphs[old]
-        runs = chapter.languages.get(old)
+        runs = [(a, b, _without_unread_voice(tag, voices)) for a, b, tag in chapter.languages.get(old, [])]
         if letters.get(old) == "numeral":  # respelt: spans over the written heading no longer fit
             source, spans, runs = numeral_label(source), None, None
         pieces: list[str] = []
@@ -190,7 +194,7 @@ def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lex
         for start, end, lang in language_runs(source, runs, book.language):
             inside = [(a - start, b - start, ipa) for a, b, ipa in spans or [] if start <= a and b <= end]
             text = apply_lexicons(source[start:end], inside, book_lexicon, lexicon)
-            text = normalize(text, lang or book.language, heading=heading)
+            text = normalize(text, split_voice(lang)[0] or book.language, heading=heading)
             if not text:
                 continue
             length += bool(pieces)  # the space that joins runs
@@ -206,6 +210,11 @@ def spoken_chapter(book: Book, chapter: Chapter, *, say_titles: bool = True, lex
             breaks.add(new)
     return replace(chapter, paragraphs=paragraphs, kinds=kinds, breaks=breaks, pronunciations={},
                    languages=languages)
+
+
+def _without_unread_voice(tag: str, voices: frozenset[str]) -> str | None:
+    lang, voice = split_voice(tag)
+    return with_voice(lang, voice if voice in voices else None)
 
 
 def letter_paragraphs(book: Book) -> dict[int, dict[int, str]]:
@@ -227,28 +236,48 @@ def letter_paragraphs(book: Book) -> dict[int, dict[int, str]]:
 
 
 def plan_segments(book: Book, chapter_indices: list[int], job_seed: int, voice: str,
-                  model_id: str, *, say_titles: bool = True, lexicon: Lexicon | None = None) -> list[PlannedSegment]:
+                  model_id: str, *, say_titles: bool = True, lexicon: Lexicon | None = None,
+                  readers: Readers | None = None, model_ids: dict[str, str] | None = None) -> list[PlannedSegment]:
+    """The book's segments as the job renders them. `readers` (--voice auto): which voice reads
+    each passage (voices/passages.py), `model_ids` the model each of those other voices loaded;
+    None: `voice` reads everything. A segment's key is its own voice's."""
     planned, seen = [], Counter()
     book_lexicon = Lexicon([Entry(g, ipa=ipa) for g, ipa in book.pronunciation_lexicon])
     letters = letter_paragraphs(book)
     for ci in chapter_indices:
         spoken = spoken_chapter(book, book.chapters[ci], say_titles=say_titles, lexicon=lexicon,
                                 book_lexicon=book_lexicon, phonemes=voice in PHONEME_VOICES,
-                                letters=letters.get(ci))
+                                letters=letters.get(ci), voices=frozenset(readers.named if readers else ()))
         segments = segment_chapter(ci, spoken)
         sources = sentence_sources(book.chapters[ci], spoken, read_indices(book.chapters[ci], say_titles),
                                    segments, book.language)
         for seg, source in zip(segments, sources):
-            text = voice_text(seg.text, voice)  # pronunciation markup only for voices that speak it
+            lang, named = split_voice(seg.lang)  # named: the voice the book gives it (data-calibre-tts)
+            reader = readers.voice_for(lang, named) if readers else voice
+            text = voice_text(seg.text, reader)  # pronunciation markup only for voices that speak it
             occurrence = seen[text]
             seen[text] += 1
             seed = segment_seed(job_seed, text, occurrence)
             # A voice whose audio depends on the language is told the book's too (a whole Japanese
             # book must not reach Kokoro untagged); the others only hear of foreign passages.
-            lang = seg.lang or (book.language if book.language and language_changes_audio(voice) else None)
-            planned.append(PlannedSegment(ci, seg.index, _key(voice, model_id, text, seed, lang),
-                                          text, seed, seg.pause_after_ms, lang, source))
+            lang = lang or (book.language if book.language and language_changes_audio(reader) else None)
+            key = _key(reader, (model_ids or {}).get(reader, model_id), text, seed, lang)
+            planned.append(PlannedSegment(ci, seg.index, key, text, seed, seg.pause_after_ms, lang, source,
+                                          voice=reader if reader != voice else None))
     return planned
+
+
+def passage_readings(book: Book, chapter_indices: list[int]) -> tuple[set[str], set[str]]:
+    """The selected chapters' passages: the languages other than the book's they are in, and the
+    voice names the book gives some of them (calibre's data-calibre-tts)."""
+    langs, named = set(), set()
+    for ci in chapter_indices:
+        for spans in book.chapters[ci].languages.values():
+            for _start, _end, tag in spans:
+                lang, voice = split_voice(foreign(tag, book.language))
+                langs.update([lang] if lang else [])
+                named.update([voice] if voice else [])
+    return langs, named
 
 
 def sentence_sources(chapter: Chapter, spoken: Chapter, indices: list[int], segments: list,
@@ -507,6 +536,7 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
     for warning in book.warnings:  # parts of the book that could not be read as they should
         progress.emit("warning", message=warning)
     auto = options.voice == AUTO
+    requested = options.voice_options  # --model-dir and the like, for the passages' voices too
     if auto:  # it picked a voice that speaks the book's language, or said in one line that none does
         options = _auto_voice(book, options, progress)
     language = None if auto else language_warning(book.language, options.voice)
@@ -521,33 +551,49 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
 
     work_dir = Path(options.work_dir or job_dir_for(out_path))
     store = SegmentStore(work_dir)
-    pool = (options.pool or WorkerPool)(options.voice, options.voice_options, options.workers,
-                                        options.threads_per_worker, options.policy, work_dir / "worker.log")
+    make_pool = partial(_make_pool, options.pool or WorkerPool, options, work_dir / "worker.log")
+    readers, others = None, {}
+    if auto:  # other voices for passages in other languages, each loaded once for its model id
+        readers, others = _passage_voices(book, chapter_indices, options, requested, progress, make_pool)
+    pool = make_pool(VoiceChoice(options.voice, options.voice_options, options.threads_per_worker))
     try:
         details = pool.details()
+        for voice, (_choice, theirs) in list(others.items()):
+            if theirs.sample_rate != details.sample_rate:  # the catalog's rate was not the loaded one
+                progress.emit("warning", message=f"voice {voice} gives {theirs.sample_rate} Hz audio, the book's "
+                                                 f"voice {options.voice} {details.sample_rate} Hz: {options.voice} "
+                                                 "reads its passages")
+                readers.drop(voice)
+                del others[voice]
         planned = plan_segments(book, chapter_indices, options.job_seed, options.voice, details.model_id,
-                                say_titles=reading.say_titles, lexicon=reading.lexicon)
+                                say_titles=reading.say_titles, lexicon=reading.lexicon, readers=readers,
+                                model_ids={voice: theirs.model_id for voice, (_c, theirs) in others.items()})
         if not planned:  # refused before any progress line: a bad book gets one line, the error
             raise InputError(f"{Path(book_path).name}: the selected chapters contain no text to read")
         progress.emit("voice", name=details.name, narrator=details.narrator, backend=details.backend,
                       precision=details.precision, sample_rate=details.sample_rate, model_id=details.model_id,
                       load=details.load)  # the worker's meter: seconds, private bytes after, peak
         if options.auto_workers:
-            _auto_workers(pool, details, planned, options.policy, progress)
+            # measured on the book voice's own segments (a passage voice's would say nothing of it)
+            _auto_workers(pool, details, [s for s in planned if s.voice is None] or planned, options.policy, progress)
         progress.emit("book", title=book.title, chapters=len(chapter_indices), segments=len(planned),
                       characters=sum(len(s.text) for s in planned))
         store.set_meta(book=str(Path(book_path).resolve()), output=str(out_path.resolve()),
                        voice=options.voice, job_seed=options.job_seed, model_id=details.model_id,
-                       voice_options=json.dumps(options.voice_options))  # what regen needs to load it again
+                       voice_options=json.dumps(options.voice_options),  # what regen needs to load it again
+                       passage_voice_options=json.dumps({v: c.options for v, (c, _d) in others.items()}))
         # Each chapter's own words too: verify scores the speech against them.
         store.replace_plan([(ci, book.chapters[ci].title, "\n".join(book.chapters[ci].sources),
                              "\n".join(book.chapters[ci].paragraphs)) for ci in chapter_indices], planned)
         todo = [s for s in planned if not store.finished(s.key)]
+        voices = readers.summary() if readers else ""  # which other voices read which passages
         progress.emit("plan", total=len(planned), cached=len(planned) - len(todo), to_render=len(todo),
-                      skipping=plan_fields(book))
+                      skipping=plan_fields(book), **({"voices": voices} if voices else {}))
         progress.emit("stage", stage="render")
         titles = {ci: book.chapters[ci].title for ci in chapter_indices}
-        failures = _render(pool, store, todo, options.voice, details, progress, titles)
+        turns = [VoiceTurn(options.voice, details, lambda: pool)]
+        turns += [VoiceTurn(voice, theirs, partial(make_pool, choice)) for voice, (choice, theirs) in others.items()]
+        failures = _render(turns, store, todo, progress, titles)
     finally:
         pool.close()
     if failures:
@@ -610,13 +656,62 @@ def _auto_voice(book: Book, options: ConvertOptions, progress: Progress) -> Conv
     return replace(options, voice=choice.name, voice_options=choice.options, threads_per_worker=choice.threads)
 
 
-def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], voice: str,
-            details: VoiceDetails, progress: Progress, titles: dict[int, str]) -> list[tuple[PlannedSegment, str]]:
-    """Render `todo`. A segment the voice could not say within its length cap (its audio would be
-    cut) is said in two pieces instead, recursively (split_segment); they render in a next round,
-    and once all of a segment's pieces are done its WAV is composed from theirs (store.compose)."""
+def _make_pool(make, options: ConvertOptions, log_path: Path, choice: VoiceChoice):
+    return make(choice.name, choice.options, options.workers, choice.threads, options.policy, log_path)
+
+
+def _passage_voices(book: Book, chapter_indices: list[int], options: ConvertOptions, requested: dict,
+                    progress: Progress, make_pool) -> tuple[Readers, dict[str, tuple[VoiceChoice, VoiceDetails]]]:
+    """--voice auto: who reads the passages the book's voice does not speak (voices/passages.py),
+    and each of those voices' choice and details. Each is loaded now, one at a time and closed
+    again, for the model id its segment keys need; one that cannot be loaded leaves its passages
+    to the book's voice, with one warning line."""
+    config = load_config()
+    readers = passage_readers(options.voice, book.language, *passage_readings(book, chapter_indices), config)
+    for warning in readers.warnings:
+        progress.emit("warning", message=warning)
+    others: dict[str, tuple[VoiceChoice, VoiceDetails]] = {}
+    model_dir = requested.get("model_dir")
+    for voice in readers.others():
+        try:
+            choice = resolve(voice, config=config, model_dir=Path(model_dir) if model_dir else None,
+                             workers=max(1, options.workers), extra=requested.get("extra"))
+            probe = make_pool(choice)
+            try:
+                others[voice] = (choice, probe.details())
+            finally:
+                probe.close()
+        except (InputError, JobFailed) as error:
+            progress.emit("warning", message=f"voice {voice} could not be loaded ({error}); "
+                                             f"{options.voice} reads its passages")
+            readers.drop(voice)
+    return readers, others
+
+
+@dataclass
+class VoiceTurn:
+    """One voice's share of the rendering: `pool()` gives a pool holding it for its turn, closed
+    after it, so one voice is loaded at a time (the book's voice first)."""
+    voice: str
+    details: VoiceDetails
+    pool: Callable[[], WorkerPool]
+
+
+def _render(turns: list[VoiceTurn], store: SegmentStore, todo: list[PlannedSegment], progress: Progress,
+            titles: dict[int, str]) -> list[tuple[PlannedSegment, str]]:
+    """Render `todo`, each segment by its voice (turns[0] is the book's). A segment the voice
+    could not say within its length cap (its audio would be cut) is said in two pieces instead,
+    recursively (split_segment); they render in a next round, and once all of a segment's pieces
+    are done its WAV is composed from theirs (store.compose)."""
     failures = []
     parent_of: dict[str, PlannedSegment] = {}  # piece key -> the segment it is part of
+    turn_of = {turn.voice: turn for turn in turns}
+
+    def voice_of(segment: PlannedSegment) -> str:
+        return segment.voice or turns[0].voice
+
+    def details_of(segment: PlannedSegment) -> VoiceDetails:
+        return turn_of[voice_of(segment)].details
 
     def unfinished(segment: PlannedSegment) -> list[PlannedSegment]:
         """What is left to render of `segment`: itself, or its unfinished pieces (a resumed job)."""
@@ -629,14 +724,14 @@ def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], v
                 parent_of[piece.key] = segment
                 left += unfinished(piece)
         if not left:  # stopped between its last piece and composing it
-            store.compose(segment, voice, details)
+            store.compose(segment, voice_of(segment), details_of(segment))
         return left
 
     def finish(segment: PlannedSegment) -> None:
         """`segment` is done: compose each segment whose pieces are now all done."""
         parent = parent_of.pop(segment.key, None)
         if parent and all(store.finished(p.key, verify=False) for p in store.pieces(parent)):
-            store.compose(parent, voice, details)
+            store.compose(parent, voice_of(parent), details_of(parent))
             finish(parent)
 
     todo = [leaf for segment in todo for leaf in unfinished(segment)]
@@ -648,6 +743,7 @@ def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], v
     def on_result(segment, pcm, seconds, seg_details, error):
         nonlocal chapters_done
         answered.add(segment.key)
+        voice, details = voice_of(segment), details_of(segment)
         if isinstance(error, SegmentCapped):
             pieces = split_segment(segment, voice, details.model_id)
             if pieces is not None:
@@ -679,16 +775,25 @@ def _render(pool: WorkerPool, store: SegmentStore, todo: list[PlannedSegment], v
             progress.emit("chapter", chapter=segment.chapter, title=titles[segment.chapter],
                           done=chapters_done, total=len(left))
 
-    while todo:
-        answered: set[str] = set()
+    answered: set[str] = set()
+    for turn in turns:
+        mine = [s for s in todo if voice_of(s) == turn.voice]
+        if not mine:
+            continue
+        pool = turn.pool()
         try:
-            pool.render(todo, on_result)
-        except KeyboardInterrupt:
-            raise Interrupted(eta.done, eta.total) from None
-        # Every segment must be accounted for: one that no worker answered (a worker thread that
-        # stopped early) fails the job here rather than surfacing later as a missing WAV.
-        failures += [(s, "no worker returned this segment") for s in todo if s.key not in answered]
-        todo, more = more, []
+            while mine:
+                answered = set()
+                try:
+                    pool.render(mine, on_result)
+                except KeyboardInterrupt:
+                    raise Interrupted(eta.done, eta.total) from None
+                # Every segment must be accounted for: one that no worker answered (a worker thread
+                # that stopped early) fails the job here rather than surfacing later as a missing WAV.
+                failures += [(s, "no worker returned this segment") for s in mine if s.key not in answered]
+                mine, more = more, []
+        finally:
+            pool.close()  # the next voice loads into the memory this one held
     return failures
 
 
@@ -777,9 +882,11 @@ def regen(out_path: Path, chapter: int, index: int, *, work_dir: Path | None = N
     if row is None:
         raise InputError(f"{out_path}: segment {chapter + 1}.{index + 1} was never rendered; rerun the conversion")
     old = store.audio_path(key).read_bytes() if store.audio_path(key).exists() else b""
-    segment = PlannedSegment(chapter, index, key, row["text"], row["seed"], 0, row.get("lang"))
-    if voice_options is None:
-        voice_options = json.loads(store.get_meta("voice_options", "{}"))
+    segment = PlannedSegment(chapter, index, key, row["text"], row["seed"], 0, row.get("lang"), voice=row["voice"])
+    if voice_options is None:  # the options of the voice that read it: the job's, or a passage voice's
+        passages = json.loads(store.get_meta("passage_voice_options", "{}"))
+        voice_options = passages[row["voice"]] if row["voice"] in passages else \
+            json.loads(store.get_meta("voice_options", "{}"))
     pool = WorkerPool(row["voice"], voice_options, 1, 1, policy or WorkerPolicy(), work_dir / "worker.log")
     # a segment said in pieces (it reached the voice's length cap) is re-made piece by piece
     parts = _leaves(store, segment)

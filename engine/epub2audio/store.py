@@ -101,6 +101,9 @@ class PlannedSegment:
     # (paragraph, start, text): the sentence of the book this segment says (see the `sources`
     # table); None where the plan could not tell.
     source: tuple[int, int, str] | None = None
+    # The voice that reads it where that is not the job's voice (--voice auto gives a passage in
+    # another language to a voice that speaks it: voices/passages.py); None: the job's voice.
+    voice: str | None = None
 
 
 def write_wav_atomically(path: Path, pcm: bytes, sample_rate: int) -> None:
@@ -281,10 +284,10 @@ class SegmentStore:
 
     def pieces(self, parent: PlannedSegment) -> list[PlannedSegment]:
         """The pieces `parent` is said in ([] if it is said whole), as segments of its chapter,
-        index and language."""
+        index, language and voice."""
         rows = self.db.execute("SELECT segment_key, text, seed, pause_ms FROM pieces WHERE parent = ? ORDER BY idx",
                                (parent.key,)).fetchall()
-        return [PlannedSegment(parent.chapter, parent.index, key, text, seed, pause, parent.lang)
+        return [PlannedSegment(parent.chapter, parent.index, key, text, seed, pause, parent.lang, voice=parent.voice)
                 for key, text, seed, pause in rows]
 
     def compose(self, parent: PlannedSegment, voice: str, details) -> None:

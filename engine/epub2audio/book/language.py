@@ -15,6 +15,25 @@ NAMES = {
 }
 
 
+# A run of text may also carry the voice the book names for it (calibre's `data-calibre-tts`): its
+# tag is then LANGUAGE + VOICE_MARK + VOICE, LANGUAGE empty where it is the book's. A private-use
+# character: it is neither whitespace (clean() would fold it) nor one of text.py's markers.
+VOICE_MARK = "\ue006"
+
+
+def with_voice(lang: str | None, voice: str | None) -> str | None:
+    """A run's tag: its language (None: the book's) and the voice the book names for it, if any."""
+    return f"{lang or ''}{VOICE_MARK}{voice}" if voice else lang
+
+
+def split_voice(tag: str | None) -> tuple[str | None, str | None]:
+    """A run's tag → (its language or None, the voice the book names for it or None)."""
+    if tag and VOICE_MARK in tag:
+        lang, voice = tag.split(VOICE_MARK, 1)
+        return lang or None, voice or None
+    return tag, None
+
+
 def primary(tag: str | None) -> str:
     """'en-US' → 'en', 'zh_Hant' → 'zh', None → ''."""
     return (tag or "").replace("_", "-").split("-")[0].lower()
@@ -26,7 +45,11 @@ def name(tag: str) -> str:
 
 
 def foreign(tag: str | None, book_language: str) -> str | None:
-    """`tag` if it names a language other than the book's, else None."""
+    """`tag` if it names a language other than the book's, else None; a tag that names a voice
+    (with_voice) keeps the voice, its language kept only where it is not the book's."""
+    lang, voice = split_voice(tag)
+    if voice:
+        return with_voice(foreign(lang, book_language), voice)
     if not tag or primary(tag) == "und" or primary(tag) == primary(book_language):
         return None
     return tag

@@ -61,7 +61,9 @@ class Segment:
     index: int  # position within the chapter
     text: str
     pause_after_ms: int
-    lang: str | None = None  # BCP 47 tag of a passage not in the book's language; None: the book's
+    # BCP 47 tag of a passage not in the book's language; None: the book's. It also names the voice
+    # the book gives the passage (data-calibre-tts), where one does: language.with_voice/split_voice.
+    lang: str | None = None
 
 
 def split_sentences(paragraph: str) -> list[str]:

@@ -16,7 +16,8 @@ Inline pronunciations (`ssml:ph` with alphabet "ipa", the alphabet inherited fro
 come out as `Block.phonemes`: (start, end, ipa) spans over the block's text. Languages
 (`xml:lang` / `lang`, inherited from the nearest ancestor, the <html> element included) come out
 as `Block.langs`: (start, end, tag) spans over the text whose language is known, so the caller can
-tell a Latin epigraph from the English around it.
+tell a Latin epigraph from the English around it. The voice calibre's `data-calibre-tts` names for a
+passage (a name, or JSON with "voice"; inherited) rides in the same spans' tags (language.with_voice).
 
 Margin notes (epub:type sidenote / marginalia, class "sidenote", "marginnote", ..., an <aside>
 that is not a note the caller names, a sidebar or a pull quote) and notes placed in the flow
@@ -40,6 +41,7 @@ from typing import Callable
 from lxml import etree, html
 
 from . import alt_text, mathml
+from .language import split_voice, with_voice
 
 EPUB_TYPE = "{http://www.idpf.org/2007/ops}type"
 SSML_PH = "{http://www.w3.org/2001/10/synthesis}ph"
@@ -247,7 +249,8 @@ def _trim_spans(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int,
 
 def _flatten_langs(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     """Nested language spans → non-overlapping runs in text order, the innermost language
-    winning; neighbouring runs of one language merge."""
+    winning; neighbouring runs of one language merge. A voice the book names (with_voice) is
+    inherited by the spans inside it, as is a language by a span that names only a voice."""
     runs: list[tuple[int, int, str]] = []
     stack: list[tuple[int, int, str]] = []
     pos = 0
@@ -255,7 +258,7 @@ def _flatten_langs(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, st
     def run_to(upto: int) -> None:
         nonlocal pos
         if stack and upto > pos:
-            tag = stack[-1][2]
+            tag = _inherited_tag([t for *_, t in stack])
             if runs and runs[-1][2] == tag and runs[-1][1] == pos:
                 runs[-1] = (runs[-1][0], upto, tag)
             else:
@@ -276,6 +279,26 @@ def _flatten_langs(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, st
     return runs
 
 
+def _inherited_tag(tags: list[str]) -> str:
+    """The innermost of nested tags, with the voice (and, where it names none, the language) of
+    the nearest outer tag that has one."""
+    lang, voice = split_voice(tags[-1])
+    for outer in reversed(tags[:-1]):
+        outer_lang, outer_voice = split_voice(outer)
+        lang, voice = lang or outer_lang, voice or outer_voice
+    return with_voice(lang, voice)
+
+
+def reading_tag(el, outer: str | None) -> str | None:
+    """The run tag in effect inside `el`, given the one around it: its language (xml:lang, else
+    the outer one's) and the voice calibre's `data-calibre-tts` names (its own, else the outer one's)."""
+    lang, voice = split_voice(outer)
+    named = calibre_tts(el)
+    if named == CALIBRE_TTS_SKIP:
+        named = None
+    return with_voice(element_lang(el) or lang, MARKERS.sub("", named) if named else voice)
+
+
 def element_lang(el) -> str | None:
     """The language an element declares (xml:lang wins over lang), if it is a well-formed tag."""
     value = el.get(XML_LANG) or el.get("lang") or el.get("xml:lang")
@@ -293,6 +316,17 @@ def inherited_lang(el) -> str | None:
                 return lang
         node = node.getparent()
     return None
+
+
+def _inherited_reading(el) -> str | None:
+    """The run tag in effect at an element: its language and the voice calibre names, each its
+    own or its nearest ancestor's."""
+    chain = [el, *el.iterancestors()][::-1]
+    tag = None
+    for node in chain:
+        if isinstance(node.tag, str):
+            tag = reading_tag(node, tag)
+    return tag
 
 
 def lang_marked(text: str, lang: str | None) -> str:
@@ -409,7 +443,7 @@ def read_blocks(root, anchors: set[str] | frozenset[str] = frozenset(),
     reader = _Reader(anchors, note_elements, content or Content())
     body = find_body(root)
     parent = body.getparent()
-    reader.lang = [inherited_lang(parent) if parent is not None else None]
+    reader.lang = [_inherited_reading(parent) if parent is not None else None]
     reader.walk(body)
     reader.flush()
     reader.place_margins()
@@ -666,7 +700,7 @@ class _Reader:
         return "".join(out)
 
     def push_lang(self, el):
-        self.lang.append(element_lang(el) or self.lang[-1])
+        self.lang.append(reading_tag(el, self.lang[-1]))
 
     def pop_lang(self, _=None):
         self.lang.pop()
@@ -691,7 +725,8 @@ class _Reader:
     def margin(self, el):
         """A margin note, or a note placed in the flow: kept apart, placed after the block it
         stands beside, for the notes policy to read, move or count."""
-        block = make_block(lang_marked(" ".join(inline_lines(el, self.content.language)), self.lang[-1]))
+        block = make_block(lang_marked(" ".join(inline_lines(el, self.content.language)),
+                                       reading_tag(el, self.lang[-1])))
         block.inscription = self.in_inscription > 0
         if is_aside_note(el):
             block.aside_note = True
@@ -822,7 +857,7 @@ class _Reader:
 
     def _math(self, el):
         unknown: list[str] = []
-        lang = self.lang[-1] or self.content.language
+        lang = split_voice(self.lang[-1])[0] or self.content.language
         spoken = mathml.speak(el, lang, unknown)
         for name in unknown:
             self.content.count(f"MathML <{name}>")
@@ -859,8 +894,8 @@ class _Reader:
             return
         if any(local_name(a) in HEADING_TAGS for a in el.iterancestors()):
             return  # a heading drawn as a picture repeats the title the TOC gives
-        self.pending_notes.append(lang_marked(alt_text.spoken_note(said, self.lang[-1] or self.content.language),
-                                              self.lang[-1]))
+        language = split_voice(self.lang[-1])[0] or self.content.language
+        self.pending_notes.append(lang_marked(alt_text.spoken_note(said, language), self.lang[-1]))
 
     def _svg(self, el):
         if any(local_name(d) == "text" and clean("".join(d.itertext())) for d in el.iter()):
@@ -896,14 +931,14 @@ class _Reader:
             self.flush()
             self._note_refs(el)
             found: list = []
-            self.add(lang_marked(row_text(el, self.content.language, found), self.lang[-1]))
+            self.add(lang_marked(row_text(el, self.content.language, found), reading_tag(el, self.lang[-1])))
             self._verse_margins(found)
             self.flush()
             return
         if tag == "hgroup":
             self.flush()
             self._note_refs(el)
-            self.add(lang_marked(heading_group_text(el, self.content.language), self.lang[-1]))
+            self.add(lang_marked(heading_group_text(el, self.content.language), reading_tag(el, self.lang[-1])))
             ranks = [int(local_name(c)[1]) for c in el.iter() if local_name(c) in HEADING_TAGS]
             self.flush(heading=True, level=min(ranks, default=0))
             return
@@ -950,7 +985,8 @@ class _Reader:
             lines = inline_lines(el, self.content.language, found)  # marks el's own language
             self._verse_margins(found)
             if lines:
-                self.emit(make_block(lang_marked(join_verse_lines(lines), self.lang[-1]), verse=True))
+                self.emit(make_block(lang_marked(join_verse_lines(lines), reading_tag(el, self.lang[-1])),
+                                     verse=True))
             return
         self.push_lang(el)
         for child in el:
@@ -984,7 +1020,7 @@ class _Reader:
         lines = inline_lines(el, self.content.language, found)
         self._verse_margins(found)
         if lines:
-            self.emit(make_block(lang_marked(join_verse_lines(lines), self.lang[-1]), verse=True))
+            self.emit(make_block(lang_marked(join_verse_lines(lines), reading_tag(el, self.lang[-1])), verse=True))
 
     def _note_refs(self, el):
         """Note references inside verse, which is read through inline_text rather than walk."""

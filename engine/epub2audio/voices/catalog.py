@@ -306,11 +306,35 @@ AUTO = "auto"
 ADD_A_VOICE = "add one with `epub2audio voice add NAME --piper FILE.onnx` (a Piper model and its .onnx.json)"
 
 
-def _matches(preference: str, voice: str) -> bool:
+def name_matches(preference: str, voice: str) -> bool:
     """calibre-style preference → voice: the full name, the name without its family, or one
     dash-separated part of it ("siwis" is piper:fr_FR-siwis-medium)."""
     bare = voice.split(":", 1)[-1]
     return preference in (voice, bare) or preference in bare.split("-")
+
+
+def speakers(language: str | None, config: dict) -> list[str]:
+    """The installed voices that speak `language`, best first: config.toml's [preferred_voices]
+    choice (by full tag, then primary subtag) if it is one of them, then `voice list` order."""
+    from ..book.language import primary
+
+    code = primary(language)
+    if not code:
+        return []
+    found = [row.name for row in listing() if code in row.languages]
+    preferred = config.get("preferred_voices") or {}
+    wanted = (preferred.get(language or "") or preferred.get(code)) if isinstance(preferred, dict) else None
+    first = next((v for v in found if wanted and name_matches(str(wanted), v)), None)
+    return ([first] if first else []) + [v for v in found if v != first]
+
+
+def sample_rate_of(voice: str) -> int | None:
+    """The rate a voice's audio comes at, known without loading it (None: not an installed voice)."""
+    voice = ALIASES.get(voice, voice)
+    if voice.startswith("piper:"):
+        return next((v.sample_rate for v in piper_voices() if v.name == voice), None)
+    family = voice.split(":", 1)[0] if ":" in voice else voice
+    return SAMPLE_RATES.get(family)
 
 
 def choose_voice(book_language: str | None, config: dict) -> tuple[str, str | None]:
@@ -328,7 +352,7 @@ def choose_voice(book_language: str | None, config: dict) -> tuple[str, str | No
         return (str(preferred.get("en")) if isinstance(preferred, dict) and preferred.get("en") else "joe"), None
     speakers = [row.name for row in listing() if code in row.languages]
     if wanted:
-        chosen = next((v for v in speakers if _matches(str(wanted), v)), None)
+        chosen = next((v for v in speakers if name_matches(str(wanted), v)), None)
         return chosen or str(wanted), None  # not installed: resolve() names what is
     if speakers:
         return speakers[0], None
