@@ -170,7 +170,7 @@ def test_worker_request_carries_the_language_to_the_voice():
                         {"type": "synthesize", "id": 2, "text": "hello", "seed": 8}]  # as before: no lang key
 
     voice, old, out = FakeVoice(), OldVoice(), io.BytesIO()
-    faults = SimpleNamespace(before=lambda text: None, after=lambda: None)
+    faults = SimpleNamespace(before=lambda text: None, after=lambda: None, device_bytes=lambda: 0)
     for request in requests:
         child._answer(out, request, faults, lambda r: voice.synthesize(r["text"], r["seed"], **child.language(r)))
     child._answer(out, requests[1], faults, lambda r: old.synthesize(r["text"], r["seed"], **child.language(r)))
