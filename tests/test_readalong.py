@@ -12,7 +12,7 @@ import pytest
 from lxml import etree
 
 from cli_run import SAMPLE, epub2audio, story_epub
-from epub_factory import make_epub, xhtml
+from epub_factory import edit_epub, make_epub, xhtml
 from epub2audio.audiobook.timings import book_timings
 from epub2audio.store import SegmentStore
 from m4b_probe import checker_ffmpeg
@@ -283,14 +283,68 @@ def test_foreign_passage_keeps_its_language(tmp_path):
     assert french[0].getparent() is sentence
 
 
-def test_epub2_without_a_table_of_contents_is_refused_in_one_line(tmp_path):
-    book = make_epub(tmp_path, {"c1.xhtml": xhtml("<h1>One</h1><p>Some text here.</p>", "One")}, name="old.epub")
+@needs_epubcheck
+def test_epub2_without_a_table_of_contents_gets_a_nav_of_the_chapters_read(tmp_path):
+    docs = {"c1.xhtml": xhtml("<h1>One</h1><p>Some text here.</p>", "One"),
+            "c2.xhtml": xhtml("<h1>Two</h1><p>More text there.</p>", "Two")}
+    book = make_epub(tmp_path, docs, name="old.epub")
+    run = epub2audio(book, "-o", tmp_path / "old.m4b", "--voice", "tone", "--no-verify", "--progress", "none",
+                     "--readalong")
+    assert run.code == 0, run.stderr
+    made = tmp_path / "old.readalong.epub"
+    errors, report = epubcheck(made)
+    assert errors == 0, report
+    files = read_zip(made)
+    (nav_item,) = [i for i in package(files).iter(f"{OPF}item") if "nav" in (i.get("properties") or "").split()]
+    nav = etree.fromstring(files["OEBPS/" + nav_item.get("href")])
+    assert [(a.get("href"), a.text) for a in nav.iter(f"{XHTML}a")] == [("c1.xhtml", "One"), ("c2.xhtml", "Two")]
+
+
+def test_epub2_whose_table_of_contents_cannot_be_read_is_refused_in_one_line(tmp_path):
+    book = make_epub(tmp_path, {"c1.xhtml": xhtml("<h1>One</h1><p>Some text here.</p>", "One")},
+                     ncx=[("One", "c1.xhtml")], name="old.epub")
+    edit_epub(book, "OEBPS/toc.ncx", "</navMap>", "</navMapp>")
     run = epub2audio(book, "-o", tmp_path / "old.m4b", "--voice", "tone", "--no-verify", "--progress", "none",
                      "--readalong")
     assert run.code == 2
-    assert run.stderr == ("epub2audio: error: old.epub: cannot make a read-along book: it is an EPUB 2 without an "
-                          "NCX table of contents, so it cannot be upgraded to EPUB 3\n")
+    assert run.stderr == ("epub2audio: error: old.epub: cannot make a read-along book: its NCX table of contents "
+                          "cannot be read, so it cannot be upgraded to EPUB 3\n")
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("cache")) == ["old.epub", "old.m4b"]
+
+
+@needs_epubcheck
+def test_epub2_upgrade_repairs_what_epub3_refuses(tmp_path):
+    """What EPUB 2 books carry that EPUB 3 refuses (corpus: calibre's SVG title pages, Project
+    Gutenberg's table attributes and tag="…" leftovers, calibre's link to a stylesheet it left
+    out) is repaired on upgrade; the text stays as it was."""
+    svg = ('<div><svg xmlns="http://www.w3.org/2000/svg" width="10" height="10" viewBox="0 0 10 10">'
+           '<rect width="10" height="10"/></svg></div>')
+    table = ('<table summary="Contents" border="0" cellspacing="0" cellpadding="2"><tr><td>'
+             '<a tag="{http://www.w3.org/1999/xhtml}a" href="c2.xhtml">Two</a></td></tr></table>')
+    head_link = '<link rel="stylesheet" type="text/css" href="missing.css"/>'
+    docs = {"title.xhtml": xhtml(svg, "Title"),
+            "c1.xhtml": xhtml("<h1>One</h1><p>Some text here.</p>" + table, "One").replace("</title>",
+                                                                                         "</title>" + head_link),
+            "c2.xhtml": xhtml("<h1>Two</h1><p>More text there.</p>", "Two")}
+    book = make_epub(tmp_path, docs, ncx=[("Title", "title.xhtml"), ("One", "c1.xhtml"), ("Two", "c2.xhtml")],
+                     name="old.epub")
+    edit_epub(book, "OEBPS/toc.ncx", "<head/>", '<head><meta name="dtb:uid" content="urn:uuid:1234"/></head>')
+    run = epub2audio(book, "-o", tmp_path / "old.m4b", "--voice", "tone", "--no-verify", "--progress", "none",
+                     "--readalong")
+    assert run.code == 0, run.stderr
+    made = tmp_path / "old.readalong.epub"
+    errors, report = epubcheck(made)
+    assert errors == 0, report
+    files = read_zip(made)
+    items = {i.get("href"): i for i in package(files).iter(f"{OPF}item")}
+    assert items["title.xhtml"].get("properties") == "svg" and items["c1.xhtml"].get("properties") is None
+    c1 = etree.fromstring(files["OEBPS/c1.xhtml"])
+    (table,) = c1.iter(f"{XHTML}table")
+    link = next(table.iter(f"{XHTML}a"))
+    assert dict(table.attrib) == {} and link.get("href") == "c2.xhtml" and link.get("tag") is None
+    assert [link.get("href") for link in c1.iter(f"{XHTML}link")] == ["readalong/readalong.css"]
+    source = etree.fromstring(read_zip(book)["OEBPS/c1.xhtml"])
+    assert "".join(c1.find(f"{XHTML}body").itertext()) == "".join(source.find(f"{XHTML}body").itertext())
 
 
 def sha(path: Path) -> str:

@@ -571,21 +571,25 @@ def _upgrade_metadata(metadata, modified: str) -> None:
     meta.text = modified
 
 
-def _nav_from_ncx(source: _Source, title: str, language: str) -> tuple[str, bytes]:
-    """A navigation document (zip name, bytes) with the NCX's table of contents."""
+def _nav_from_ncx(source: _Source, title: str, language: str,
+                  chapters: list[tuple[str, str]] = ()) -> tuple[str, bytes]:
+    """A navigation document (zip name, bytes) with the NCX's table of contents; a book with no
+    NCX gets the chapters we read instead ((title, manifest href) each, in order)."""
     spine = source.opf.find(f"{{{OPF}}}spine")
     items = {i.get("id"): i for i in _items(source.opf)}
     ncx_item = items.get(spine.get("toc") if spine is not None else None)
     if ncx_item is None:
         ncx_item = next((i for i in _items(source.opf) if i.get("media-type") == "application/x-dtbncx+xml"), None)
     ncx_name = source.path(ncx_item.get("href")) if ncx_item is not None else None
+    nav_name = posixpath.join(source.base, f"{FOLDER}-nav.xhtml")  # beside the package document
     if ncx_name not in source.entries:
-        raise ReadalongError("it is an EPUB 2 without an NCX table of contents, so it cannot be upgraded to EPUB 3")
+        if not chapters:
+            raise ReadalongError("it is an EPUB 2 without an NCX table of contents, so it cannot be upgraded to EPUB 3")
+        return nav_name, _nav_document(title, language, [(label or "Untitled", href, []) for label, href in chapters])
     try:
         ncx = etree.fromstring(source.entries[ncx_name], etree.XMLParser(resolve_entities=False, no_network=True))
     except etree.XMLSyntaxError:
         raise ReadalongError("its NCX table of contents cannot be read, so it cannot be upgraded to EPUB 3") from None
-    nav_name = posixpath.join(source.base, f"{FOLDER}-nav.xhtml")
 
     def points(parent) -> list:
         out = []
@@ -607,6 +611,11 @@ def _nav_from_ncx(source: _Source, title: str, language: str) -> tuple[str, byte
     entries = [e for e in entries if e[1]] or []
     if not entries:
         raise ReadalongError("its NCX table of contents is empty, so it cannot be upgraded to EPUB 3")
+    return nav_name, _nav_document(title, language, entries)
+
+
+def _nav_document(title: str, language: str, entries: list) -> bytes:
+    """entries: (label, href relative to the navigation document or None, children) each."""
     html = etree.Element(f"{{{XHTML}}}html", nsmap={None: XHTML, "epub": EPUB_NS})
     if language:
         html.set(XML_LANG, language)
@@ -631,7 +640,7 @@ def _nav_from_ncx(source: _Source, title: str, language: str) -> tuple[str, byte
                 add(li, children)
 
     add(nav, entries)
-    return nav_name, _serialise(html.getroottree(), html5=True)
+    return _serialise(html.getroottree(), html5=True)
 
 
 def _serialise(tree, html5: bool) -> bytes:
@@ -864,9 +873,9 @@ def _build(epub: Path, source: _Source, timings, store, sample_rate, gain_db, la
             pars.append((text, [(f"{_rel(smil_name, name)}#{word_id}", audio, _clock(begins[k], sample_rate)[0],
                                  _clock(begins[k + 1], sample_rate)[0]) for k, (word_id, _) in enumerate(words)]))
         added[smil_name] = _smil(pars)
-        _add_stylesheet(doc, css_name)
         if upgrade:
-            _as_html5(doc.root)
+            _as_html5(doc.root, name, source.entries)
+        _add_stylesheet(doc, css_name)
         replaced[name] = _serialise(doc.tree, html5=upgrade or _has_html5_doctype(source.entries[name]))
         overlay_ms[smil_name] = total
     if not per_doc:
@@ -879,15 +888,18 @@ def _build(epub: Path, source: _Source, timings, store, sample_rate, gain_db, la
         _upgrade_metadata(metadata, _modified(epub))
         if not any("nav" in (i.get("properties") or "").split() for i in _items(opf)):
             title = metadata.findtext(f"{{{DC}}}title") or ""
-            nav_name, nav = _nav_from_ncx(source, title, language)
+            nav_name, nav = _nav_from_ncx(source, title, language,
+                                          [(t.title, t.sources[0]) for t in timings if t.sources])
             added[nav_name] = nav
             etree.SubElement(manifest, f"{{{OPF}}}item", id=item_id("ra-nav"), href=_rel(source.opf_name, nav_name),
                              properties="nav").set("media-type", "application/xhtml+xml")
         for name, item in items_by_path.items():  # every XHTML document gets the HTML5 doctype
             if item.get("media-type") == "application/xhtml+xml" and name not in replaced and name in source.entries:
-                replaced[name] = _html5_doctype(source.entries[name])
+                replaced[name] = _html5_doctype(source.entries[name], name, source.entries)
             elif item.get("media-type") == "application/x-dtbncx+xml" and name in source.entries:
                 replaced[name] = _ncx_without_doctype(source.entries[name])
+            if item.get("media-type") == "application/xhtml+xml" and name in replaced:
+                _declare_content_properties(item, replaced[name])
     else:
         for meta in metadata.findall(f"{{{OPF}}}meta[@property='dcterms:modified']"):
             metadata.remove(meta)
@@ -931,23 +943,71 @@ def _has_html5_doctype(data: bytes) -> bool:
     return b"<!doctype html>" in head
 
 
-def _html5_doctype(data: bytes) -> bytes:
+def _html5_doctype(data: bytes, name: str, entries: dict) -> bytes:
     """An EPUB 2 XHTML document as EPUB 3 wants it (see _as_html5), all else as it was."""
     try:
         root = etree.fromstring(data, etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True))
     except etree.XMLSyntaxError:
         return data
-    _as_html5(root)
+    _as_html5(root, name, entries)
     return _serialise(root.getroottree(), html5=True)
 
 
-def _as_html5(root) -> None:
-    """What HTML5 says differently from XHTML 1.1 in a document's head: the encoding is declared
-    as `text/html; charset=utf-8` (we write UTF-8, whatever the source was), and Content-Style-Type
-    is not a pragma HTML5 has. The doctype is the caller's. Nothing in the body changes."""
+# What a content document holds that EPUB 3 wants its manifest item to declare (EPUB 2 had no such
+# properties): inline SVG, MathML, scripts.
+CONTENT_PROPERTIES = (("svg", "{http://www.w3.org/2000/svg}svg"), ("mathml", "{http://www.w3.org/1998/Math/MathML}math"),
+                      ("scripted", f"{{{XHTML}}}script"))
+# HTML 4 attributes HTML5 made obsolete, which EPUB 3 validators refuse: dropped on upgrade. (A
+# table's border may only be "" or "1" in HTML5: "0" is dropped, its meaning being the default,
+# other widths become "1".)
+OBSOLETE_ATTRIBUTES = {f"{{{XHTML}}}table": ("summary", "cellspacing", "cellpadding")}
+
+
+def _declare_content_properties(item, data: bytes) -> None:
+    try:
+        root = etree.fromstring(data, etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True))
+    except etree.XMLSyntaxError:
+        return
+    have = (item.get("properties") or "").split()
+    for prop, tag in CONTENT_PROPERTIES:
+        if prop not in have and next(root.iter(tag), None) is not None:
+            have.append(prop)
+    if have:
+        item.set("properties", " ".join(have))
+
+
+def _as_html5(root, name: str, entries: dict) -> None:
+    """What HTML5 says differently from XHTML 1.1: in the head, the encoding is declared as
+    `text/html; charset=utf-8` (we write UTF-8, whatever the source was), and Content-Style-Type
+    is not a pragma HTML5 has; in the body, the HTML 4 attributes HTML5 made obsolete
+    (OBSOLETE_ATTRIBUTES) and a `tag` attribute that only repeats its element's own name (an old
+    Project Gutenberg converter's leftover: tag="{http://www.w3.org/1999/xhtml}a" on an <a>) are
+    dropped; so is a <link> in the head to a stylesheet the book does not have (calibre keeps
+    them), which EPUB 3 counts as an error. The doctype is the caller's. Nothing else changes."""
+    for el in root.iter():
+        if not isinstance(el.tag, str):
+            continue
+        if el.get("tag") == el.tag:
+            del el.attrib["tag"]
+        for attribute in OBSOLETE_ATTRIBUTES.get(el.tag, ()):
+            el.attrib.pop(attribute, None)
+        if el.tag == f"{{{XHTML}}}table" and el.get("border") not in (None, "", "1"):
+            if el.get("border").strip() in ("0", "0px"):
+                del el.attrib["border"]
+            else:
+                el.set("border", "1")
     head = root.find(f"{{{XHTML}}}head")
     if head is None:
         return
+    from urllib.parse import unquote, urlparse
+
+    for link in head.findall(f"{{{XHTML}}}link"):
+        href = link.get("href") or ""
+        if "stylesheet" not in (link.get("rel") or "").split() or not href or urlparse(href).scheme:
+            continue
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(name), unquote(href.split("#")[0])))
+        if target not in entries:
+            _remove_keeping_tail(link)
     for meta in head.findall(f"{{{XHTML}}}meta"):
         pragma = (meta.get("http-equiv") or "").lower()
         if pragma == "content-type":
