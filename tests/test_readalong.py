@@ -328,19 +328,22 @@ def test_epub2_whose_table_of_contents_cannot_be_read_is_refused_in_one_line(tmp
 @needs_epubcheck
 def test_epub2_upgrade_repairs_what_epub3_refuses(tmp_path):
     """What EPUB 2 books carry that EPUB 3 refuses (corpus: calibre's SVG title pages, Project
-    Gutenberg's table attributes and tag="…" leftovers, calibre's link to a stylesheet it left
-    out) is repaired on upgrade; the text stays as it was."""
+    Gutenberg's table attributes and tag="…" leftovers and its non-linear cover page that only the
+    guide reaches, calibre's link to a stylesheet it left out) is repaired on upgrade; the text
+    stays as it was."""
     svg = ('<div><svg xmlns="http://www.w3.org/2000/svg" width="10" height="10" viewBox="0 0 10 10">'
            '<rect width="10" height="10"/></svg></div>')
     table = ('<table summary="Contents" border="0" cellspacing="0" cellpadding="2"><tr><td>'
              '<a tag="{http://www.w3.org/1999/xhtml}a" href="c2.xhtml">Two</a></td></tr></table>')
     head_link = '<link rel="stylesheet" type="text/css" href="missing.css"/>'
-    docs = {"title.xhtml": xhtml(svg, "Title"),
+    docs = {"cover.xhtml": xhtml('<p>Cover</p>', "Cover"), "title.xhtml": xhtml(svg, "Title"),
             "c1.xhtml": xhtml("<h1>One</h1><p>Some text here.</p>" + table, "One").replace("</title>",
                                                                                          "</title>" + head_link),
             "c2.xhtml": xhtml("<h1>Two</h1><p>More text there.</p>", "Two")}
     book = make_epub(tmp_path, docs, ncx=[("Title", "title.xhtml"), ("One", "c1.xhtml"), ("Two", "c2.xhtml")],
-                     name="old.epub")
+                     spine=["cover.xhtml?nonlinear", "title.xhtml", "c1.xhtml", "c2.xhtml"], name="old.epub",
+                     guide='<guide><reference type="cover" title="Cover" href="cover.xhtml"/>'
+                           '<reference type="other.ms-coverimage" href="cover.xhtml"/></guide>')
     edit_epub(book, "OEBPS/toc.ncx", "<head/>", '<head><meta name="dtb:uid" content="urn:uuid:1234"/></head>')
     run = epub2audio(book, "-o", tmp_path / "old.m4b", "--voice", "tone", "--no-verify", "--progress", "none",
                      "--readalong")
@@ -358,6 +361,12 @@ def test_epub2_upgrade_repairs_what_epub3_refuses(tmp_path):
     assert [link.get("href") for link in c1.iter(f"{XHTML}link")] == ["readalong/readalong.css"]
     source = etree.fromstring(read_zip(book)["OEBPS/c1.xhtml"])
     assert "".join(c1.find(f"{XHTML}body").itertext()) == "".join(source.find(f"{XHTML}body").itertext())
+    # the guide became the navigation document's landmarks (a type EPUB 3 has no word for is left out)
+    (nav_item,) = [i for i in items.values() if "nav" in (i.get("properties") or "").split()]
+    nav = etree.fromstring(files["OEBPS/" + nav_item.get("href")])
+    (landmarks,) = [n for n in nav.iter(f"{XHTML}nav") if n.get("{http://www.idpf.org/2007/ops}type") == "landmarks"]
+    assert [(a.get("{http://www.idpf.org/2007/ops}type"), a.get("href"), a.text) for a in landmarks.iter(f"{XHTML}a")] \
+        == [("cover", "cover.xhtml", "Cover")]
 
 
 def sha(path: Path) -> str:

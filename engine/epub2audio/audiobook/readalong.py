@@ -582,10 +582,12 @@ def _nav_from_ncx(source: _Source, title: str, language: str,
         ncx_item = next((i for i in _items(source.opf) if i.get("media-type") == "application/x-dtbncx+xml"), None)
     ncx_name = source.path(ncx_item.get("href")) if ncx_item is not None else None
     nav_name = posixpath.join(source.base, f"{FOLDER}-nav.xhtml")  # beside the package document
+    landmarks = _landmarks_from_guide(source)
     if ncx_name not in source.entries:
         if not chapters:
             raise ReadalongError("it is an EPUB 2 without an NCX table of contents, so it cannot be upgraded to EPUB 3")
-        return nav_name, _nav_document(title, language, [(label or "Untitled", href, []) for label, href in chapters])
+        return nav_name, _nav_document(title, language, [(label or "Untitled", href, []) for label, href in chapters],
+                                       landmarks)
     try:
         ncx = etree.fromstring(source.entries[ncx_name], etree.XMLParser(resolve_entities=False, no_network=True))
     except etree.XMLSyntaxError:
@@ -611,11 +613,31 @@ def _nav_from_ncx(source: _Source, title: str, language: str,
     entries = [e for e in entries if e[1]] or []
     if not entries:
         raise ReadalongError("its NCX table of contents is empty, so it cannot be upgraded to EPUB 3")
-    return nav_name, _nav_document(title, language, entries)
+    return nav_name, _nav_document(title, language, entries, landmarks)
 
 
-def _nav_document(title: str, language: str, entries: list) -> bytes:
-    """entries: (label, href relative to the navigation document or None, children) each."""
+# EPUB 2 guide reference types → EPUB 3 landmarks' epub:type (the structural semantics vocabulary).
+GUIDE_TYPES = {"cover": "cover", "title-page": "titlepage", "toc": "toc", "text": "bodymatter", "index": "index",
+               "glossary": "glossary", "acknowledgements": "acknowledgments", "bibliography": "bibliography",
+               "colophon": "colophon", "copyright-page": "copyright-page", "dedication": "dedication",
+               "epigraph": "epigraph", "foreword": "foreword", "loi": "loi", "lot": "lot", "notes": "endnotes",
+               "preface": "preface"}
+
+
+def _landmarks_from_guide(source: _Source) -> list[tuple[str, str, str]]:
+    """The EPUB 2 guide as EPUB 3 landmarks: (epub:type, href beside the package document, label).
+    They are also the links that reach a non-linear cover page, which EPUB 3 requires."""
+    out = []
+    for reference in source.opf.findall(f"{{{OPF}}}guide/{{{OPF}}}reference"):
+        kind, href = GUIDE_TYPES.get((reference.get("type") or "").lower()), reference.get("href")
+        if kind and href and source.path(href) in source.entries:
+            out.append((kind, href, (reference.get("title") or "").strip() or kind))
+    return out
+
+
+def _nav_document(title: str, language: str, entries: list, landmarks: list = ()) -> bytes:
+    """entries: (label, href relative to the navigation document or None, children) each;
+    landmarks: (epub:type, href, label) each, in a hidden landmarks nav."""
     html = etree.Element(f"{{{XHTML}}}html", nsmap={None: XHTML, "epub": EPUB_NS})
     if language:
         html.set(XML_LANG, language)
@@ -640,6 +662,15 @@ def _nav_document(title: str, language: str, entries: list) -> bytes:
                 add(li, children)
 
     add(nav, entries)
+    if landmarks:
+        marks = etree.SubElement(body, f"{{{XHTML}}}nav", hidden="hidden")
+        marks.set(f"{{{EPUB_NS}}}type", "landmarks")
+        etree.SubElement(marks, f"{{{XHTML}}}h2").text = "Landmarks"
+        ol = etree.SubElement(marks, f"{{{XHTML}}}ol")
+        for kind, href, label in landmarks:
+            a = etree.SubElement(etree.SubElement(ol, f"{{{XHTML}}}li"), f"{{{XHTML}}}a", href=href)
+            a.set(f"{{{EPUB_NS}}}type", kind)
+            a.text = label
     return _serialise(html.getroottree(), html5=True)
 
 
