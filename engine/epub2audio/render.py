@@ -677,9 +677,10 @@ def _word_begins(store: SegmentStore, details: VoiceDetails, progress: Progress 
 
     try:
         times = words.collect_word_times(store, store.job_dir / "worker.log")
-    except words.VoiceCannotTimeWords:
+    except words.VoiceCannotTimeWords as error:
         if progress is not None:
-            progress.emit("warning", message=f"read-along: voice {details.name} cannot say when each word starts; "
+            why = "cannot say when each word starts" if str(error) == words.UNTIMED else f"gave no word times ({error})"
+            progress.emit("warning", message=f"read-along: voice {details.name} {why}; "
                                              f"the read-along book highlights whole sentences")
         return None
     keys = {(c, i): k for c, i, k, _ in store.plan()}

@@ -27,8 +27,11 @@ SPOKEN_WORD = re.compile(r"\u27e6[^\u27e7]*\u27e7|[^\s\u27e6]+")  # the voice's 
 WRITTEN_WORD = re.compile(r"\S+")
 
 
+UNTIMED = "it cannot say when each word starts"  # what the worker answers such a voice's load with
+
+
 class VoiceCannotTimeWords(Exception):
-    """The job's voice cannot say when each word starts."""
+    """The job's voice cannot say when each word starts (or its worker could not be started)."""
 
 
 def collect_word_times(store, log_path: Path | None = None) -> dict[str, tuple[int | None, list]]:

@@ -61,7 +61,7 @@ def main() -> int:
         return 3
     load_seconds = time.perf_counter() - started
     if config.get("task") == "words" and not getattr(voice, "times_words", False):
-        protocol.send(out, {"type": "error", "message": "it cannot say when each word starts", "untimed": True})
+        protocol.send(out, {"type": "error", "message": "it cannot say when each word starts"})  # words.UNTIMED
         return 3
     info = voice.info
     memory = private_bytes()
