@@ -261,7 +261,8 @@ def test_epub2_source_is_upgraded_to_epub3_with_a_nav_from_its_ncx(tmp_path):
     nav_item = [i for i in opf.iter(f"{OPF}item") if "nav" in (i.get("properties") or "").split()]
     assert len(nav_item) == 1
     nav = etree.fromstring(files["OEBPS/" + nav_item[0].get("href")])
-    labels = ["".join(a.itertext()) for a in nav.iter(f"{XHTML}a")]
+    (toc,) = [n for n in nav.iter(f"{XHTML}nav") if n.get("{http://www.idpf.org/2007/ops}type") == "toc"]
+    labels = ["".join(a.itertext()) for a in toc.iter(f"{XHTML}a")]
     ncx = etree.fromstring(read_zip(book)["OEBPS/toc.ncx"])
     ncx_labels = [" ".join("".join(t.itertext()).split())
                   for t in ncx.iter("{http://www.daisy.org/z3986/2005/ncx/}navLabel")]
