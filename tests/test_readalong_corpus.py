@@ -10,16 +10,21 @@ the books marked `slow` take over a minute each on a loaded two-core machine.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cli_run import ROOT, epub2audio
 from corpus_expectations import BOOKS, BROKEN
-from test_readalong import epubcheck, needs_epubcheck
+from test_readalong import EPUBCHECK, epubcheck, needs_epubcheck
 
 CORPUS = ROOT / "tests" / "corpus"
 # Over a minute each here (conversion and check; bench/results/readalong-corpus.txt).
 LONG = {"alice-under-ground-facsimile-images-epub2-ncx.epub", "moby-dick-calibre-from-txt.epub",
         "vingt-mille-lieues-sous-les-mers-fr-epub2-ncx.epub"}
+# Valid HTML that Debian's EPUBCheck 4.2.6 (the fallback when the dev extra's 5.3.0 is missing)
+# counts as errors: <p> in <hgroup>.
+OLD_SCHEMA = {"a-tale-of-two-cities-nested-books-se-epub3.epub"}
 REFUSED = sorted([BROKEN] + [name for name, book in BOOKS.items() if book.get("refused")])
 CONVERTED = sorted(name for name in BOOKS if name not in REFUSED)
 
@@ -38,6 +43,8 @@ def test_every_corpus_book_is_checked():
 @needs_epubcheck
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in LONG else n for n in CONVERTED])
 def test_read_along_book_has_no_epubcheck_errors(name, tmp_path):
+    if name in OLD_SCHEMA and EPUBCHECK == Path("/usr/share/java/epubcheck.jar"):
+        pytest.skip("EPUBCheck 4.2.6 refuses <p> in <hgroup>; the dev extra's EPUBCheck 5.3.0 checks this book")
     chapters = "1-2" if len(BOOKS[name]["titles"]) > 1 else "1"
     out = tmp_path / "book.m4b"
     run = epub2audio(CORPUS / name, "-o", out, "--voice", "tone", "--no-verify", "--progress", "none",
