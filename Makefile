@@ -22,7 +22,8 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	touch $(VENV)/.core $@
 
 # ffprobe (an independent checker for the tests), calibre (the plugin's host) and epubcheck (the
-# read-along EPUB's validator, run as java -jar /usr/share/java/epubcheck.jar) come from Debian.
+# read-along EPUB's validator, run as java -jar /usr/share/java/epubcheck.jar; it brings the java
+# that the dev extra's newer EPUBCheck jar runs with) come from Debian.
 system-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  need=""; \

@@ -87,9 +87,10 @@ def add_image_alt_argument(p: argparse.ArgumentParser) -> None:
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--subtitles", choices=("srt", "vtt"),
                    help="also write BOOK.srt or BOOK.vtt beside the M4B: one cue per sentence, on the M4B's timeline")
-    p.add_argument("--readalong", nargs="?", const="sentences", choices=("sentences",),
+    p.add_argument("--readalong", nargs="?", const="sentences", choices=("sentences", "words"),
                    help="also write BOOK.readalong.epub beside the M4B: the book as EPUB 3 with media overlays, "
-                        "each sentence highlighted as it is read")
+                        "each sentence highlighted as it is read; `--readalong words`: each word, where the "
+                        "voice says when it starts (Piper voices), else sentences")
 
 
 def library_parser() -> argparse.ArgumentParser:

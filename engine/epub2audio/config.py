@@ -19,7 +19,8 @@ environment variables, command-line options. Keys in config.toml:
   image_alt = false              (do not read pictures' descriptions; `--image-alt` and BOOK.epub2audio.toml's
                                   image_alt win over it)
   subtitles = "srt"              ("srt" or "vtt": BOOK.srt / BOOK.vtt beside every M4B; `--subtitles`)
-  readalong = true               (BOOK.readalong.epub beside every M4B; `--readalong`)
+  readalong = true               (BOOK.readalong.epub beside every M4B; `--readalong`; "words": each
+                                 word highlighted where the voice says when it starts, `--readalong words`)
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def worker_policy(config: dict) -> WorkerPolicy:
 
 
 SUBTITLE_FORMATS = ("srt", "vtt")
-READALONG_LEVELS = ("sentences",)
+READALONG_LEVELS = ("sentences", "words")
 
 
 def outputs(config: dict, subtitles: str | None = None, readalong: str | None = None) -> dict:

@@ -831,8 +831,11 @@ def write_outputs(store: SegmentStore, book: Book, out_path: Path, m4b, details:
     if outputs.get("readalong"):
         from .audiobook.readalong import write_readalong
 
+        word_begins = None
+        if outputs["readalong"] == "words":
+            word_begins = _word_begins(store, details, progress)
         made = write_readalong(Path(book.path), out_path, timings, store, sample_rate, m4b.gain_db,
-                               language=book.language, narrator=details.narrator)
+                               language=book.language, narrator=details.narrator, word_begins=word_begins)
         written.append(made.path)
         for warning in made.warnings:
             if progress is not None:
@@ -841,6 +844,29 @@ def write_outputs(store: SegmentStore, book: Book, out_path: Path, m4b, details:
         for path in written:
             progress.emit("output", path=str(path))
     return written
+
+
+def _word_begins(store: SegmentStore, details: VoiceDetails, progress: Progress | None):
+    """`--readalong words`: a word_begins for write_readalong from the voice's word times
+    (audiobook/words.py), or None, with one warning line, where the voice cannot say them."""
+    from .audiobook import words
+
+    try:
+        times = words.collect_word_times(store, store.job_dir / "worker.log")
+    except words.VoiceCannotTimeWords as error:
+        if progress is not None:
+            why = "cannot say when each word starts" if str(error) == words.UNTIMED else f"gave no word times ({error})"
+            progress.emit("warning", message=f"read-along: voice {details.name} {why}; "
+                                             f"the read-along book highlights whole sentences")
+        return None
+    keys = {(c, i): k for c, i, k, _ in store.plan()}
+    texts = {k: (store.segment_row(k) or {}).get("text", "") for k in keys.values()}
+
+    def word_begins(cues, text):
+        spoken = words.spoken_words(cues, keys, texts, times)
+        return words.written_word_begins(text, spoken) if spoken else []
+
+    return word_begins
 
 
 def _leaves(store: SegmentStore, segment: PlannedSegment) -> list[PlannedSegment]:

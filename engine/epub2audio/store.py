@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import sqlite3
 import time
@@ -54,6 +55,10 @@ CREATE TABLE IF NOT EXISTS sources (  -- what each planned segment says in the b
                                        -- share (paragraph, start) say one sentence together
     text TEXT NOT NULL,                -- that sentence, before normalisation
     PRIMARY KEY (chapter, idx));
+CREATE TABLE IF NOT EXISTS word_times (  -- when each word of a segment is said (--readalong words)
+    segment_key TEXT PRIMARY KEY,
+    samples INTEGER,                   -- the length of the audio the times are for
+    words TEXT NOT NULL);              -- JSON [[first char, end char, first sample, end sample], ...]
 """
 # Columns added since the first schema: a job made before them gets them on open (NULL: the book's
 # language, which is what every segment of such a job was). A table added since (`pieces`) is
@@ -246,6 +251,7 @@ class SegmentStore:
         path = self.audio_path(segment.key)
         write_wav_atomically(path, pcm, details.sample_rate)
         with self.db:
+            self.db.execute("DELETE FROM word_times WHERE segment_key = ?", (segment.key,))  # new audio
             self.db.execute(
                 "INSERT INTO segments (key, text, text_hash, seed, voice, backend, precision, model_id,"
                 " status, audio_file, checksum, samples, sample_rate, synth_seconds, attempts, error, updated,"
@@ -301,6 +307,17 @@ class SegmentStore:
             if i < len(pieces) - 1:
                 pcm += bytes(2 * (piece.pause_ms * details.sample_rate // 1000))
         self.record_done(parent, voice, details, bytes(pcm), seconds)
+
+    # --- word times (--readalong words) ----------------------------------------------------
+    def word_times(self) -> dict[str, tuple[int | None, list]]:
+        """segment key → (samples, [[first char, end char, first sample, end sample], ...])."""
+        return {k: (n, json.loads(w)) for k, n, w in self.db.execute("SELECT segment_key, samples, words FROM word_times")}
+
+    def record_word_times(self, key: str, samples: int | None, words: list) -> None:
+        with self.db:
+            self.db.execute("INSERT INTO word_times (segment_key, samples, words) VALUES (?, ?, ?) "
+                            "ON CONFLICT(segment_key) DO UPDATE SET samples=excluded.samples, words=excluded.words",
+                            (key, samples, json.dumps(words, separators=(",", ":"))))
 
     def forget(self, key: str) -> None:
         with self.db:

@@ -22,6 +22,10 @@ What it is made of:
 - `media:duration` for each overlay and for the book (the sum of the clips, to the millisecond),
   `media:active-class` and a stylesheet that gives the playing sentence a background.
 Parts of the book that are not read (skipped front matter, notes under --notes skip) get no overlay.
+- `--readalong words`: inside each sentence's element, each word the voice said when it starts
+  (words.py: the book's words matched to the spoken ones) is wrapped in a span with an id too,
+  and the sentence's `par` becomes a `seq` (epub:textref the sentence) of one `par` per word,
+  whose clips tile the sentence's clip: a word plays until the next one starts.
 
 The file appears atomically, as the M4B does; a book that cannot be made into one gets one line
 (ReadalongError, an InputError) and nothing is written. Same store, same source: the same bytes
@@ -147,13 +151,14 @@ class _DocText:
     """The read text of a document's body, as a string of letters and digits that points back at
     the text node (an element's .text or .tail) and offset each one came from."""
 
-    def __init__(self, root, *, notes: bool = False):
+    def __init__(self, root, *, notes: bool = False, within=None):
         """notes: also the text the reading flow leaves out (a footnote <aside>), where a note read
-        inline comes from; markers and page numbers are skipped all the same."""
+        inline comes from; markers and page numbers are skipped all the same. within: the text of
+        that element only (a sentence's, to find its words in), not the body's."""
         self.notes = notes
         self.key: list[str] = []
         self.where: list[tuple[etree._Element, str, int]] = []
-        body = root.find(f"{{{XHTML}}}body")
+        body = root.find(f"{{{XHTML}}}body") if within is None else within
         if body is not None:
             self._walk(body)
         self.text = "".join(self.key)
@@ -255,14 +260,13 @@ def _local(el) -> str:
     return etree.QName(el).localname if isinstance(el.tag, str) else ""
 
 
-def _wrap(container, start, end, new_id: str, ids: set[str]) -> str:
-    """Apply a planned wrap; the id the sentence's element carries."""
+def _wrap(container, start, end, new_id: str, ids: set[str]):
+    """Apply a planned wrap; the element that holds the sentence (its id: the one it had, or new_id)."""
     if start[0] == "before" and end[0] == "after" and start[1] is end[1]:
         element = start[1]
-        if element.get("id"):
-            return element.get("id")
-        element.set("id", new_id)
-        return new_id
+        if not element.get("id"):
+            element.set("id", new_id)
+        return element
     moved = _moved(container, start, end)
     span = etree.Element(f"{{{XHTML}}}span" if container.tag.startswith("{") else "span")
     span.set("id", new_id)
@@ -285,7 +289,7 @@ def _wrap(container, start, end, new_id: str, ids: set[str]) -> str:
         else:
             start[1].tail = holder_text[:a]
         container.insert(first, span)
-        return new_id
+        return span
     if holder_text is not None:
         span.text = holder_text[start[-1]:]
         if start[0] == "text":
@@ -301,7 +305,7 @@ def _wrap(container, start, end, new_id: str, ids: set[str]) -> str:
     for child in moved:
         span.append(child)
     container.insert(first, span)
-    return new_id
+    return span
 
 
 @dataclass
@@ -405,6 +409,16 @@ class _Document:
         end = _end_chain(node, kind, _end_offset(node, kind, offset))
         return _plan_wrap(start, end)
 
+    def plan_within(self, element, text: _DocText, span: tuple[int, int]):
+        """A wrap plan for letters `span` of `text` (the text of `element`) that stays inside it."""
+        inside = {id(el) for el in element.iter()}
+        a, b = span
+        node, kind, offset = text.where[a]
+        start = [c for c in _start_chain(node, kind, offset) if id(c[0]) in inside]
+        node, kind, offset = text.where[b - 1]
+        end = [c for c in _end_chain(node, kind, _end_offset(node, kind, offset)) if id(c[0]) in inside]
+        return _plan_wrap(start, end)
+
     def new_id(self, chapter: int) -> str:
         n = len(self.ids)
         while (candidate := f"ra{chapter + 1}-{n}") in self.ids:
@@ -417,20 +431,22 @@ class _Document:
 NOTE_INTRO = re.compile(r"^Note(?: \d+)?: ")
 
 
-def _note_key(group: list[Cue], continued: bool) -> str | None:
-    """The letters of a note's sentences as they are written: without the "Note: " we put
-    before its first one. None: the group is not (part of) a note."""
+def _note_text(group: list[Cue], continued: bool) -> str | None:
+    """A note's sentences as they are written: without the "Note: " we put before its first
+    one. None: the group is not (part of) a note."""
     text = " ".join(c.text for c in group)
     if continued:
-        return _letters(text)
+        return text
     intro = NOTE_INTRO.match(text)
-    return _letters(text[intro.end():]) if intro else None
+    return text[intro.end():] if intro else None
 
 
 def _place_sentences(timing: ChapterTiming, documents: dict[str, _Document], source: _Source,
-                     chapter_start: int, all_docs) -> tuple[list[tuple[_Document, tuple, tuple, str, int, int]], int]:
+                     chapter_start: int, all_docs, word_begins=None) -> tuple[list[tuple], int]:
     """Find each cue of the chapter in its documents: (document, document position, wrap plan,
-    id, clip begin, clip end) each, and how many cues could not be placed.
+    id, clip begin, clip end, words) each, and how many cues could not be placed. words: with
+    word_begins(cues, text) (--readalong words), the (first letter, end letter, clip begin) of
+    each timed word of the sentence, its letters counted in the sentence's key; else None.
 
     A note read inline ("Note: …", book/notes.py) is not where the reading flow is: it is looked
     for in the text of the chapter's documents with their footnote asides, then in the book's
@@ -444,7 +460,8 @@ def _place_sentences(timing: ChapterTiming, documents: dict[str, _Document], sou
     note: tuple[_Document, int, tuple] | None = None  # (document, end in its note text, paragraph)
 
     def in_flow(group):
-        key = _letters(" ".join(c.text for c in group))
+        said = " ".join(c.text for c in group)
+        key = _letters(said)
         for doc in docs:
             saved = doc.cursor
             span = doc.find(key, first=group[0] is cues[0])
@@ -452,13 +469,14 @@ def _place_sentences(timing: ChapterTiming, documents: dict[str, _Document], sou
                 continue
             plan = doc.plan(span)
             if plan is not None:
-                return doc, span, plan, doc.text
+                return doc, span, plan, doc.text, said
             doc.cursor = saved
         return None
 
     def as_note(group):
         continued = note is not None and group[0].place is not None and group[0].place[0] == note[2]
-        key = _note_key(group, continued)
+        said = _note_text(group, continued)
+        key = _letters(said) if said is not None else None
         if not key:
             return None
         where = [note[0]] if continued else [*docs, *(d for d in all_docs() if d not in docs)]
@@ -467,7 +485,7 @@ def _place_sentences(timing: ChapterTiming, documents: dict[str, _Document], sou
             if span is not None:
                 plan = doc.plan(span, doc.notes)
                 if plan is not None:
-                    return doc, span, plan, doc.notes
+                    return doc, span, plan, doc.notes, said
         return None
 
     i = 0
@@ -483,16 +501,26 @@ def _place_sentences(timing: ChapterTiming, documents: dict[str, _Document], sou
             lost += len(group)
             note = None
             continue
-        doc, span, plan, text = result
+        doc, span, plan, text, said = result
         if text is doc.text:
             doc.used.append(span)
             note = None
         else:
             doc.notes_used.append(span)
             note = (doc, span[1], group[-1].place[0] if group[-1].place else None)
+        words = None
+        if word_begins is not None:
+            words = [(_letter_count(said, a), _letter_count(said, b), begin - chapter_start)
+                     for a, b, begin in word_begins(group, said)]
         placed.append((doc, doc.position(text, span[0]), plan, doc.new_id(timing.index),
-                       group[0].start - chapter_start, group[-1].end - chapter_start))
+                       group[0].start - chapter_start, group[-1].end - chapter_start,
+                       (text.notes, _letters(said), words)))
     return placed, lost
+
+
+def _letter_count(text: str, end: int) -> int:
+    """How many of _letters(text) come from text[:end]."""
+    return len(_letters(text[:end]))
 
 
 def _joinable(last: Cue, cues: list[Cue], following: int) -> bool:
@@ -543,21 +571,27 @@ def _upgrade_metadata(metadata, modified: str) -> None:
     meta.text = modified
 
 
-def _nav_from_ncx(source: _Source, title: str, language: str) -> tuple[str, bytes]:
-    """A navigation document (zip name, bytes) with the NCX's table of contents."""
+def _nav_from_ncx(source: _Source, title: str, language: str,
+                  chapters: list[tuple[str, str]] = ()) -> tuple[str, bytes]:
+    """A navigation document (zip name, bytes) with the NCX's table of contents; a book with no
+    NCX gets the chapters we read instead ((title, manifest href) each, in order)."""
     spine = source.opf.find(f"{{{OPF}}}spine")
     items = {i.get("id"): i for i in _items(source.opf)}
     ncx_item = items.get(spine.get("toc") if spine is not None else None)
     if ncx_item is None:
         ncx_item = next((i for i in _items(source.opf) if i.get("media-type") == "application/x-dtbncx+xml"), None)
     ncx_name = source.path(ncx_item.get("href")) if ncx_item is not None else None
+    nav_name = posixpath.join(source.base, f"{FOLDER}-nav.xhtml")  # beside the package document
+    landmarks = _landmarks_from_guide(source)
     if ncx_name not in source.entries:
-        raise ReadalongError("it is an EPUB 2 without an NCX table of contents, so it cannot be upgraded to EPUB 3")
+        if not chapters:
+            raise ReadalongError("it is an EPUB 2 without an NCX table of contents, so it cannot be upgraded to EPUB 3")
+        return nav_name, _nav_document(title, language, [(label or "Untitled", href, []) for label, href in chapters],
+                                       landmarks)
     try:
         ncx = etree.fromstring(source.entries[ncx_name], etree.XMLParser(resolve_entities=False, no_network=True))
     except etree.XMLSyntaxError:
         raise ReadalongError("its NCX table of contents cannot be read, so it cannot be upgraded to EPUB 3") from None
-    nav_name = posixpath.join(source.base, f"{FOLDER}-nav.xhtml")
 
     def points(parent) -> list:
         out = []
@@ -579,6 +613,31 @@ def _nav_from_ncx(source: _Source, title: str, language: str) -> tuple[str, byte
     entries = [e for e in entries if e[1]] or []
     if not entries:
         raise ReadalongError("its NCX table of contents is empty, so it cannot be upgraded to EPUB 3")
+    return nav_name, _nav_document(title, language, entries, landmarks)
+
+
+# EPUB 2 guide reference types → EPUB 3 landmarks' epub:type (the structural semantics vocabulary).
+GUIDE_TYPES = {"cover": "cover", "title-page": "titlepage", "toc": "toc", "text": "bodymatter", "index": "index",
+               "glossary": "glossary", "acknowledgements": "acknowledgments", "bibliography": "bibliography",
+               "colophon": "colophon", "copyright-page": "copyright-page", "dedication": "dedication",
+               "epigraph": "epigraph", "foreword": "foreword", "loi": "loi", "lot": "lot", "notes": "endnotes",
+               "preface": "preface"}
+
+
+def _landmarks_from_guide(source: _Source) -> list[tuple[str, str, str]]:
+    """The EPUB 2 guide as EPUB 3 landmarks: (epub:type, href beside the package document, label).
+    They are also the links that reach a non-linear cover page, which EPUB 3 requires."""
+    out = []
+    for reference in source.opf.findall(f"{{{OPF}}}guide/{{{OPF}}}reference"):
+        kind, href = GUIDE_TYPES.get((reference.get("type") or "").lower()), reference.get("href")
+        if kind and href and source.path(href) in source.entries:
+            out.append((kind, href, (reference.get("title") or "").strip() or kind))
+    return out
+
+
+def _nav_document(title: str, language: str, entries: list, landmarks: list = ()) -> bytes:
+    """entries: (label, href relative to the navigation document or None, children) each;
+    landmarks: (epub:type, href, label) each, in a hidden landmarks nav."""
     html = etree.Element(f"{{{XHTML}}}html", nsmap={None: XHTML, "epub": EPUB_NS})
     if language:
         html.set(XML_LANG, language)
@@ -603,7 +662,16 @@ def _nav_from_ncx(source: _Source, title: str, language: str) -> tuple[str, byte
                 add(li, children)
 
     add(nav, entries)
-    return nav_name, _serialise(html.getroottree(), html5=True)
+    if landmarks:
+        marks = etree.SubElement(body, f"{{{XHTML}}}nav", hidden="hidden")
+        marks.set(f"{{{EPUB_NS}}}type", "landmarks")
+        etree.SubElement(marks, f"{{{XHTML}}}h2").text = "Landmarks"
+        ol = etree.SubElement(marks, f"{{{XHTML}}}ol")
+        for kind, href, label in landmarks:
+            a = etree.SubElement(etree.SubElement(ol, f"{{{XHTML}}}li"), f"{{{XHTML}}}a", href=href)
+            a.set(f"{{{EPUB_NS}}}type", kind)
+            a.text = label
+    return _serialise(html.getroottree(), html5=True)
 
 
 def _serialise(tree, html5: bool) -> bytes:
@@ -650,15 +718,64 @@ def _frames(path: Path) -> int:
         return w.getnframes()
 
 
-def _smil(pars: list[tuple[str, str, str, str]]) -> bytes:
-    """pars: (text src, audio src, clipBegin, clipEnd), relative to the SMIL document."""
+def _smil(pars: list[tuple]) -> bytes:
+    """pars: (text src, audio src, clipBegin, clipEnd), relative to the SMIL document, or, for a
+    sentence read word by word, (its text src, [such a par per word]): a `seq` for the sentence."""
     smil = etree.Element(f"{{{SMIL}}}smil", nsmap={None: SMIL, "epub": EPUB_NS}, version="3.0")
     body = etree.SubElement(smil, f"{{{SMIL}}}body")
-    for n, (text, audio, begin, end) in enumerate(pars, 1):
-        par = etree.SubElement(body, f"{{{SMIL}}}par", id=f"par{n}")
-        etree.SubElement(par, f"{{{SMIL}}}text", src=text)
-        etree.SubElement(par, f"{{{SMIL}}}audio", src=audio, clipBegin=begin, clipEnd=end)
+    n = 0
+    for entry in pars:
+        parent = body
+        if len(entry) == 2:  # a sentence, word by word
+            parent = etree.SubElement(body, f"{{{SMIL}}}seq")
+            parent.set(f"{{{EPUB_NS}}}textref", entry[0])
+            inner = entry[1]
+        else:
+            inner = [entry]
+        for text, audio, begin, end in inner:
+            n += 1
+            par = etree.SubElement(parent, f"{{{SMIL}}}par", id=f"par{n}")
+            etree.SubElement(par, f"{{{SMIL}}}text", src=text)
+            etree.SubElement(par, f"{{{SMIL}}}audio", src=audio, clipBegin=begin, clipEnd=end)
     return etree.tostring(smil, xml_declaration=True, encoding="utf-8", pretty_print=True)
+
+
+def _wrap_words(doc: _Document, element, notes: bool, key: str, words: list[tuple[int, int, int]]) -> list[tuple[str, int]]:
+    """Wrap each timed word group of the sentence held by `element` in a span with an id (a
+    word that cannot be wrapped alone, "<em>fa</em>mished", is joined to the next): (id, clip
+    begin) of each, or [] where the sentence is read as one (a one-word sentence, or its letters
+    are not the ones its words were counted in)."""
+    text = _DocText(doc.root, notes=notes, within=element)
+    if not words or text.text != key:
+        return []
+    groups, plans = [], []
+    k = 0
+    while k < len(words):
+        first, begin = words[k][0], words[k][2]
+        end_k = k
+        while True:
+            end = words[end_k + 1][0] if end_k + 1 < len(words) else len(text.text)
+            last_letter = words[end_k][1]
+            plan = doc.plan_within(element, text, (first, last_letter)) if last_letter > first else None
+            if plan is not None or end_k + 1 >= len(words):
+                break
+            end_k += 1
+        if plan is not None:
+            groups.append(begin)
+            plans.append(plan)
+        k = end_k + 1
+    if len(plans) < 2:
+        return []
+    base = element.get("id")
+    ids = []
+    for n in range(len(plans)):
+        word_id = f"{base}-w{n + 1}"
+        while word_id in doc.ids:
+            word_id += "x"
+        doc.ids.add(word_id)
+        ids.append(word_id)
+    made = [_wrap(*plan, word_id, doc.ids).get("id") for plan, word_id in reversed(list(zip(plans, ids)))]
+    return list(zip(reversed(made), groups))
 
 
 def _rel(from_name: str, to_name: str) -> str:
@@ -674,11 +791,13 @@ def _add_stylesheet(doc: _Document, css_name: str) -> None:
 
 
 def write_readalong(epub: Path, m4b: Path, timings: list[ChapterTiming], store, sample_rate: int, gain_db: float,
-                    *, language: str = "", narrator: str = "") -> ReadalongResult:
+                    *, language: str = "", narrator: str = "", word_begins=None) -> ReadalongResult:
+    """word_begins(cues, text): (first char, end char, first sample) of each timed word group of
+    a sentence's written text (words.py), for `--readalong words`; None: sentences only."""
     epub, out = Path(epub), readalong_path(m4b)
     source = _read_source(epub)
     try:
-        data = _build(epub, source, timings, store, sample_rate, gain_db, language, narrator)
+        data = _build(epub, source, timings, store, sample_rate, gain_db, language, narrator, word_begins)
     except ReadalongError as error:
         if str(error).startswith(epub.name):
             raise
@@ -689,7 +808,7 @@ def write_readalong(epub: Path, m4b: Path, timings: list[ChapterTiming], store, 
     return result
 
 
-def _build(epub: Path, source: _Source, timings, store, sample_rate, gain_db, language, narrator):
+def _build(epub: Path, source: _Source, timings, store, sample_rate, gain_db, language, narrator, word_begins=None):
     opf = source.opf
     version = _opf_version(opf)
     upgrade = not version.startswith("3")
@@ -742,15 +861,19 @@ def _build(epub: Path, source: _Source, timings, store, sample_rate, gain_db, la
 
     unreadable: set[str] = set()
     for timing in timings:
-        placed, lost = _place_sentences(timing, documents, source, timing.start, all_docs)
+        placed, lost = _place_sentences(timing, documents, source, timing.start, all_docs, word_begins)
         lost_total += lost
-        for doc, key_start, plan, new_id, begin, end in placed:
-            per_doc.setdefault(doc.name, []).append((timing.index, key_start, plan, new_id, begin, end))
+        for doc, key_start, plan, new_id, begin, end, words in placed:
+            per_doc.setdefault(doc.name, []).append((timing.index, key_start, plan, new_id, begin, end, words))
     fragments: dict[tuple[str, str], str] = {}
+    word_pars: dict[tuple[str, str], list[tuple[str, int]]] = {}  # sentence → (word id, clip begin) each
     for name, placed in per_doc.items():
         doc = documents[name]
-        for chapter, _, plan, new_id, _, _ in sorted(placed, key=lambda p: p[1], reverse=True):
-            fragments[(name, new_id)] = _wrap(*plan, new_id, doc.ids)
+        for chapter, _, plan, new_id, _, _, (notes, key, words) in sorted(placed, key=lambda p: p[1], reverse=True):
+            element = _wrap(*plan, new_id, doc.ids)
+            fragments[(name, new_id)] = element.get("id")
+            if words:
+                word_pars[(name, new_id)] = _wrap_words(doc, element, notes, key, words)
 
     css_name = posixpath.join(source.base, FOLDER, "readalong.css")
     audio_names = {t.index: posixpath.join(source.base, FOLDER, f"chapter-{t.index + 1:03d}.m4a") for t in timings}
@@ -768,15 +891,22 @@ def _build(epub: Path, source: _Source, timings, store, sample_rate, gain_db, la
         doc = documents[name]
         smil_name = posixpath.join(source.base, FOLDER, f"overlay-{n:03d}.smil")
         pars, total = [], 0
-        for chapter, _, _, new_id, begin, end in placed:
+        for chapter, _, _, new_id, begin, end, _ in placed:
             (b, b_ms), (e, e_ms) = _clock(begin, sample_rate), _clock(end, sample_rate)
             total += e_ms - b_ms
-            pars.append((f"{_rel(smil_name, name)}#{fragments[(name, new_id)]}",
-                         _rel(smil_name, audio_names[chapter]), b, e))
+            text, audio = f"{_rel(smil_name, name)}#{fragments[(name, new_id)]}", _rel(smil_name, audio_names[chapter])
+            words = word_pars.get((name, new_id))
+            if not words:
+                pars.append((text, audio, b, e))
+                continue
+            # the words' clips tile the sentence's: each lasts until the next word starts
+            begins = [begin] + [max(begin, min(w_begin, end)) for _, w_begin in words[1:]] + [end]
+            pars.append((text, [(f"{_rel(smil_name, name)}#{word_id}", audio, _clock(begins[k], sample_rate)[0],
+                                 _clock(begins[k + 1], sample_rate)[0]) for k, (word_id, _) in enumerate(words)]))
         added[smil_name] = _smil(pars)
-        _add_stylesheet(doc, css_name)
         if upgrade:
-            _as_html5(doc.root)
+            _as_html5(doc.root, name, source.entries)
+        _add_stylesheet(doc, css_name)
         replaced[name] = _serialise(doc.tree, html5=upgrade or _has_html5_doctype(source.entries[name]))
         overlay_ms[smil_name] = total
     if not per_doc:
@@ -789,15 +919,18 @@ def _build(epub: Path, source: _Source, timings, store, sample_rate, gain_db, la
         _upgrade_metadata(metadata, _modified(epub))
         if not any("nav" in (i.get("properties") or "").split() for i in _items(opf)):
             title = metadata.findtext(f"{{{DC}}}title") or ""
-            nav_name, nav = _nav_from_ncx(source, title, language)
+            nav_name, nav = _nav_from_ncx(source, title, language,
+                                          [(t.title, t.sources[0]) for t in timings if t.sources])
             added[nav_name] = nav
             etree.SubElement(manifest, f"{{{OPF}}}item", id=item_id("ra-nav"), href=_rel(source.opf_name, nav_name),
                              properties="nav").set("media-type", "application/xhtml+xml")
         for name, item in items_by_path.items():  # every XHTML document gets the HTML5 doctype
             if item.get("media-type") == "application/xhtml+xml" and name not in replaced and name in source.entries:
-                replaced[name] = _html5_doctype(source.entries[name])
+                replaced[name] = _html5_doctype(source.entries[name], name, source.entries)
             elif item.get("media-type") == "application/x-dtbncx+xml" and name in source.entries:
                 replaced[name] = _ncx_without_doctype(source.entries[name])
+            if item.get("media-type") == "application/xhtml+xml" and name in replaced:
+                _declare_content_properties(item, replaced[name])
     else:
         for meta in metadata.findall(f"{{{OPF}}}meta[@property='dcterms:modified']"):
             metadata.remove(meta)
@@ -841,23 +974,71 @@ def _has_html5_doctype(data: bytes) -> bool:
     return b"<!doctype html>" in head
 
 
-def _html5_doctype(data: bytes) -> bytes:
+def _html5_doctype(data: bytes, name: str, entries: dict) -> bytes:
     """An EPUB 2 XHTML document as EPUB 3 wants it (see _as_html5), all else as it was."""
     try:
         root = etree.fromstring(data, etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True))
     except etree.XMLSyntaxError:
         return data
-    _as_html5(root)
+    _as_html5(root, name, entries)
     return _serialise(root.getroottree(), html5=True)
 
 
-def _as_html5(root) -> None:
-    """What HTML5 says differently from XHTML 1.1 in a document's head: the encoding is declared
-    as `text/html; charset=utf-8` (we write UTF-8, whatever the source was), and Content-Style-Type
-    is not a pragma HTML5 has. The doctype is the caller's. Nothing in the body changes."""
+# What a content document holds that EPUB 3 wants its manifest item to declare (EPUB 2 had no such
+# properties): inline SVG, MathML, scripts.
+CONTENT_PROPERTIES = (("svg", "{http://www.w3.org/2000/svg}svg"), ("mathml", "{http://www.w3.org/1998/Math/MathML}math"),
+                      ("scripted", f"{{{XHTML}}}script"))
+# HTML 4 attributes HTML5 made obsolete, which EPUB 3 validators refuse: dropped on upgrade. (A
+# table's border may only be "" or "1" in HTML5: "0" is dropped, its meaning being the default,
+# other widths become "1".)
+OBSOLETE_ATTRIBUTES = {f"{{{XHTML}}}table": ("summary", "cellspacing", "cellpadding")}
+
+
+def _declare_content_properties(item, data: bytes) -> None:
+    try:
+        root = etree.fromstring(data, etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True))
+    except etree.XMLSyntaxError:
+        return
+    have = (item.get("properties") or "").split()
+    for prop, tag in CONTENT_PROPERTIES:
+        if prop not in have and next(root.iter(tag), None) is not None:
+            have.append(prop)
+    if have:
+        item.set("properties", " ".join(have))
+
+
+def _as_html5(root, name: str, entries: dict) -> None:
+    """What HTML5 says differently from XHTML 1.1: in the head, the encoding is declared as
+    `text/html; charset=utf-8` (we write UTF-8, whatever the source was), and Content-Style-Type
+    is not a pragma HTML5 has; in the body, the HTML 4 attributes HTML5 made obsolete
+    (OBSOLETE_ATTRIBUTES) and a `tag` attribute that only repeats its element's own name (an old
+    Project Gutenberg converter's leftover: tag="{http://www.w3.org/1999/xhtml}a" on an <a>) are
+    dropped; so is a <link> in the head to a stylesheet the book does not have (calibre keeps
+    them), which EPUB 3 counts as an error. The doctype is the caller's. Nothing else changes."""
+    for el in root.iter():
+        if not isinstance(el.tag, str):
+            continue
+        if el.get("tag") == el.tag:
+            del el.attrib["tag"]
+        for attribute in OBSOLETE_ATTRIBUTES.get(el.tag, ()):
+            el.attrib.pop(attribute, None)
+        if el.tag == f"{{{XHTML}}}table" and el.get("border") not in (None, "", "1"):
+            if el.get("border").strip() in ("0", "0px"):
+                del el.attrib["border"]
+            else:
+                el.set("border", "1")
     head = root.find(f"{{{XHTML}}}head")
     if head is None:
         return
+    from urllib.parse import unquote, urlparse
+
+    for link in head.findall(f"{{{XHTML}}}link"):
+        href = link.get("href") or ""
+        if "stylesheet" not in (link.get("rel") or "").split() or not href or urlparse(href).scheme:
+            continue
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(name), unquote(href.split("#")[0])))
+        if target not in entries:
+            _remove_keeping_tail(link)
     for meta in head.findall(f"{{{XHTML}}}meta"):
         pragma = (meta.get("http-equiv") or "").lower()
         if pragma == "content-type":

@@ -37,6 +37,7 @@ from piper.config import PiperConfig
 from ..files import sha256_file
 from ..book.lexicon import MARKUP
 from .base import VoiceInfo
+from .piper_alignment import phoneme_spans, word_times
 
 # Dictionary-style IPA (as in PLS files and ssml:ph) → the espeak-ng en-us symbols Piper's English
 # voices were trained on. Longest first.
@@ -135,15 +136,48 @@ def _patch_random_ops(model: onnx.ModelProto) -> list[_NoiseInput]:
     return noise_inputs
 
 
+def _expose_durations(model: onnx.ModelProto) -> str | None:
+    """Make the duration predictor's frames per phoneme id (the graph's one Ceil, w_ceil) a second
+    output, as piper-tts 1.8's patch_voice_with_alignment does; None if the graph has no single
+    Ceil. Nothing is computed differently: the audio output's bytes stay the same (test_piper)."""
+    ceils = {out for node in model.graph.node if node.op_type == "Ceil" for out in node.output}
+    if len(ceils) != 1:
+        return None
+    name = next(iter(ceils))
+    if not any(o.name == name for o in model.graph.output):
+        value = onnx.ValueInfoProto()
+        value.name = name
+        model.graph.output.append(value)
+    return name
+
+
+def _durations_graph(model: onnx.ModelProto, durations: str, noise: list[_NoiseInput]) -> onnx.ModelProto | None:
+    """The part of the graph that computes the durations (text encoder and duration predictor,
+    not the flow and decoder): a fraction of a synthesis. It reads only the duration noise, which
+    is drawn first and time-major, so it sees the very noise the full graph saw. None if the
+    graph's noise is not laid out that way."""
+    if not noise or noise[0].per_phoneme != 1 or any(n.per_phoneme == 1 for n in noise[1:]):
+        return None
+    import onnx.utils
+
+    frame_noise = {n.name for n in noise[1:]}
+    inputs = [i.name for i in model.graph.input if i.name not in frame_noise]
+    return onnx.utils.Extractor(model).extract_model(inputs, [durations])
+
+
 class PiperEmbeddedVoice:
     def __init__(self, model_path: Path, config_path: Path, *, threads: int = 1, name: str = "joe"):
         model = onnx.load(str(model_path))
         self._noise_inputs = _patch_random_ops(model)
+        self._durations = _expose_durations(model)
+        self._model = model  # kept for the durations graph, built when word times are first asked for
+        self._durations_session = None
         options = onnxruntime.SessionOptions()
         # One intra-op thread is as fast as two for Piper on small CPUs and leaves the other core
         # to a second worker (see README, "Speed").
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        self._options = options
         session = onnxruntime.InferenceSession(
             model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"]
         )
@@ -174,17 +208,55 @@ class PiperEmbeddedVoice:
     def synthesize(self, text: str, seed: int, language: str | None = None) -> bytes:
         # A Piper voice speaks its config's espeak-ng language only: a foreign passage is read as
         # well as those phonemes can, and the language changes nothing in the audio.
+        return self.synthesize_aligned(text, seed)[0]
+
+    def synthesize_aligned(self, text: str, seed: int) -> tuple[bytes, list[tuple[list[str], np.ndarray]]]:
+        """The audio, and for each sentence espeak made of the text its phonemes and the samples
+        each phoneme id lasts (frames × hop length, as the graph reported them for this audio)."""
         rng = np.random.Generator(np.random.PCG64(seed))
-        pieces = []
+        pieces, sentences = [], []
         for phonemes in self.phonemes(text):
             if not phonemes:
                 continue
             ids = self._piper.phonemes_to_ids(phonemes)
-            pieces.append(self._run(ids, rng))
+            audio, frames = self._run(ids, rng, durations=True)
+            pieces.append(audio)
+            if frames is not None:
+                sentences.append((phonemes, frames.reshape(-1).astype(np.int64) * self._config.hop_length))
         if not pieces:
-            return b""
+            return b"", sentences
         audio = np.concatenate(pieces) * OUTPUT_GAIN
-        return (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
+        return (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes(), sentences
+
+    @property
+    def times_words(self) -> bool:
+        """Whether word_times can say when each word starts (the graph exposes its durations)."""
+        return self._durations is not None and self._config.phoneme_type.value == "espeak"
+
+    def word_times(self, text: str, seed: int, language: str | None = None) -> dict:
+        """When each word of a segment is said in its audio (synthesize's, same text and seed):
+        {"samples": the audio's length, "words": [[first character, end character, first sample,
+        end sample] per word the voice says]}, the characters in `text`. The durations come from the durations graph, fed the noise
+        synthesize draws, so they are the ones of that audio (the sum is its length), without
+        running the decoder."""
+        if not self.times_words:
+            raise RuntimeError("this Piper model does not report its phoneme durations")
+        rng = np.random.Generator(np.random.PCG64(seed))
+        stream = []  # (phoneme, first sample, end sample) over the whole segment
+        at = 0
+        for phonemes in self.phonemes(text):
+            if not phonemes:
+                continue
+            ids = self._piper.phonemes_to_ids(phonemes)
+            samples = self._durations_of(ids, rng)
+            spans = phoneme_spans(phonemes, ids, samples, self._config.phoneme_id_map)
+            if spans is None:
+                return {"samples": None, "words": []}
+            stream += [(p, at + a, at + b) for p, a, b in spans]
+            at += int(samples.sum())
+        words = word_times(text, stream, lambda word: [p for s in self.phonemes(word) for p in s],
+                           self._config.phoneme_id_map)
+        return {"samples": at, "words": words}
 
     def phonemes(self, text: str) -> list[list[str]]:
         """What the model is fed for a segment, sentence by sentence (no synthesis)."""
@@ -194,27 +266,62 @@ class PiperEmbeddedVoice:
         """The model's input ids for a segment, sentence by sentence (no synthesis)."""
         return [self._piper.phonemes_to_ids(p) for p in self.phonemes(text) if p]
 
-    def _run(self, ids: list[int], rng: np.random.Generator) -> np.ndarray:
+    def _feeds(self, ids: list[int]) -> dict:
         c = self._config
-        feeds = {
+        return {
             "input": np.array([ids], dtype=np.int64),
             "input_lengths": np.array([len(ids)], dtype=np.int64),
             "scales": np.array([c.noise_scale, c.length_scale, c.noise_w_scale], dtype=np.float32),
         }
+
+    def _draw(self, feeds: dict, ids: list[int], rng: np.random.Generator, scale: int) -> None:
+        for noise in self._noise_inputs:
+            # Drawn time-major so the noise of frame t never depends on how many frames we draw.
+            steps = noise.per_phoneme * scale * len(ids)
+            block = rng.standard_normal((steps, noise.channels), dtype=np.float32)
+            feeds[noise.name] = np.ascontiguousarray(block.T[None])
+
+    def _run(self, ids: list[int], rng: np.random.Generator, durations: bool = False):
+        """The sentence's audio; with durations, (audio, frames per phoneme id or None)."""
+        feeds = self._feeds(ids)
         start = rng.bit_generator.state
         for scale in (1, 4):
             rng.bit_generator.state = start  # a rerun draws the same noise first
-            for noise in self._noise_inputs:
-                # Drawn time-major so the noise of frame t never depends on how many frames we draw.
-                steps = noise.per_phoneme * scale * len(ids)
-                block = rng.standard_normal((steps, noise.channels), dtype=np.float32)
-                feeds[noise.name] = np.ascontiguousarray(block.T[None])
+            self._draw(feeds, ids, rng, scale)
             try:
-                return self._piper.session.run(None, feeds)[0].reshape(-1)
+                outputs = self._piper.session.run(None, feeds)
             except (_ort_errors.Fail, _ort_errors.RuntimeException):  # too little noise for this sentence
                 if scale != 1:
                     raise
+                continue
+            audio = outputs[0].reshape(-1)
+            if not durations:
+                return audio
+            return audio, (outputs[1] if self._durations is not None else None)
         raise AssertionError("unreachable")
+
+    def _durations_of(self, ids: list[int], rng: np.random.Generator) -> np.ndarray:
+        """Samples per phoneme id of the sentence _run would say with this generator, leaving the
+        generator where _run leaves it (after the second, larger draw if the sentence needed it)."""
+        if self._durations_session is None:
+            graph = _durations_graph(self._model, self._durations, self._noise_inputs)
+            self._durations_session = onnxruntime.InferenceSession(
+                graph.SerializeToString(), sess_options=self._options, providers=["CPUExecutionProvider"]
+            ) if graph is not None else False
+        start = rng.bit_generator.state
+        feeds = self._feeds(ids)
+        self._draw(feeds, ids, rng, 1)
+        if self._durations_session is False:  # the full graph, then
+            rng.bit_generator.state = start
+            frames = self._run(ids, rng, durations=True)[1].reshape(-1)
+            return frames.astype(np.int64) * self._config.hop_length
+        wanted = {i.name for i in self._durations_session.get_inputs()}
+        (frames,) = self._durations_session.run(None, {k: v for k, v in feeds.items() if k in wanted})
+        frames = frames.reshape(-1).astype(np.int64)
+        if frames.sum() > FRAMES_PER_PHONEME_ID * len(ids):  # _run needed the larger draw
+            rng.bit_generator.state = start
+            self._draw(feeds, ids, rng, 4)
+        return frames * self._config.hop_length
 
 
 def _narrator(name: str, config_path: Path) -> str:

@@ -3,6 +3,10 @@
 Run as `python -m epub2audio.worker.child '<json config>'`. stdout carries protocol frames only:
 anything a library prints is redirected to stderr so it cannot corrupt a frame.
 
+With `"task": "words"` in the config the worker answers each request with when each word of the
+text is said in the audio the same request would get (`word_times`, JSON as the payload), for
+`--readalong words`; a voice that cannot say it refuses at load.
+
 With `"pipeline": n > 1` in the config and a two-stage voice, the LLM stage of queued requests runs
 on the main thread while a second thread renders (pipeline.py); answers still come in request order.
 """
@@ -56,6 +60,9 @@ def main() -> int:
         protocol.send(out, {"type": "error", "message": f"could not load voice: {error}"})
         return 3
     load_seconds = time.perf_counter() - started
+    if config.get("task") == "words" and not getattr(voice, "times_words", False):
+        protocol.send(out, {"type": "error", "message": "it cannot say when each word starts"})  # words.UNTIMED
+        return 3
     info = voice.info
     memory = private_bytes()
     protocol.send(out, {
@@ -78,6 +85,9 @@ def main() -> int:
         "device": faults.device_name or accelerator_name(),  # "" on the CPU
     })
 
+    if config.get("task") == "words":
+        return _serve_word_times(voice, stdin, out, faults)
+
     depth = int(config.get("pipeline", 1))
     if depth > 1 and two_stage(voice):
         return _serve_pipelined(voice, stdin, out, faults, config.get("threads", 1))
@@ -87,6 +97,15 @@ def main() -> int:
         if frame is None:
             return 0
         _answer(out, frame[0], faults, lambda r: voice.synthesize(r["text"], r["seed"], **language(r)))
+
+
+def _serve_word_times(voice, stdin, out, faults: Faults) -> int:
+    while True:
+        frame = protocol.receive(stdin)
+        if frame is None:
+            return 0
+        _answer(out, frame[0], faults, lambda r: json.dumps(voice.word_times(r["text"], r["seed"], **language(r)),
+                                                            separators=(",", ":")).encode())
 
 
 def language(request: dict) -> dict:
