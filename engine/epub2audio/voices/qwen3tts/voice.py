@@ -19,8 +19,8 @@ Devices: the Talker and the Code Predictor run on the CPU (their logits are samp
 per-segment generator); the decoder runs on `device` ("auto": CUDA when there is one). The
 device is part of the model id: kernels round differently.
 
-Thread count: the decoder's convolutions run without oneDNN (decode_audio), so a segment's bytes are
-the same on 1, 2 and 4 threads (a regen runs on one; a job on its budget).
+Thread count: on the CPU the decoder runs on one thread (decode_audio), so a segment's bytes do not
+depend on the worker's thread budget (a regen runs on one thread, a job on its budget).
 
 Conversion to PCM: the decoder clamps to [-1, 1]; samples are scaled by 32767, rounded half to
 even and clipped to int16, little-endian (CosyVoice3's rule).
@@ -40,6 +40,7 @@ import epub2audio
 from epub2audio.errors import InputError
 from epub2audio.voices.base import LengthCapReached, VoiceInfo
 
+from ..cosyvoice3.hift import one_thread
 from .checkpoint import FRAME_RATE, SAMPLE_RATE, Checkpoint, load_checkpoint
 from .code_predictor import CodePredictor
 from .decoder import Decoder
@@ -175,14 +176,15 @@ class Qwen3Voice:
         return pcm16(self.decode_audio(frames))
 
     def decode_audio(self, frames: list[list[int]]) -> torch.Tensor:
-        """The decoder's 24 kHz waveform for `frames`, the same at any thread count.
+        """The decoder's 24 kHz waveform for `frames`, the same whatever the worker's thread budget.
 
-        On the CPU, oneDNN's convolutions choose their kernels by the thread count, and their sums
-        round differently (measured, torch 2.13: up to 1.1e-3 between 1 and 2 threads on the tiny
-        decoder, enough to change the int16 bytes, so a regen on another thread budget would
-        differ). ATen's own convolution (im2col + GEMM) gave identical samples at 1, 2 and 4
-        threads, and lies closer to upstream's fp64 decoder (2.8e-4 against oneDNN's 4.0e-4 on
-        the tests' fixture, upstream's own fp32 floor being 1.2e-3). Known: at 3 threads its GEMM
-        still rounds differently (1.3e-3), so the guarantee is CosyVoice3's: 1, 2 and 4 threads."""
-        with torch.backends.mkldnn.flags(enabled=False):
+        On the CPU the decoder runs on one thread. Its convolutions' sums round differently with
+        the thread count (measured, torch 2.13, tiny decoder: oneDNN up to 1.3e-3 between 1 and 2
+        threads; ATen's own im2col + GEMM path equal at 1 and 2 but 1.3e-3 off at 3, 4 and 8 on
+        20 frames), enough to change the int16 bytes, so a regen (one thread) would differ from
+        the job (its budget). One thread with oneDNN was the fastest exact choice measured at
+        full size (bench/qwen3_decoder_threads.py, bench/results/qwen3-decoder-threads-2core-busy.txt:
+        2 s of audio in 9.9 s against 35.8 s without oneDNN on a loaded 2-core machine); use the
+        cores with more workers. On CUDA it runs as placed."""
+        with one_thread():
             return self.decoder.decode(frames)
