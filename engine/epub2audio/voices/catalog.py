@@ -385,7 +385,10 @@ def language_warning(book_language: str, voice: str) -> str | None:
 # its folder when another is added later.
 
 QWEN3 = "qwen3:"
-QWEN3_CLONE_MODULE = "epub2audio.voices.qwen3tts.clone"
+# the child `voice add NAME --qwen3 BASE_DIR --wav REF.wav` runs (as cosyvoice3/make_profile.py):
+# request {name, model_dir, wav, text, profile_dir}, answer oneshot's JSON line. clone.py's stages
+# alone are not a voice yet, so until this entry exists cloning is refused.
+QWEN3_CLONE_MODULE = "epub2audio.voices.qwen3tts.make_clone"
 
 
 @dataclass(frozen=True)
@@ -457,7 +460,7 @@ def _qwen3_choice(name: str, workers: int, extra: dict) -> VoiceChoice:
 
 def add_qwen3(name: str, model_dir: Path, wav: Path | None = None, text: str | None = None) -> dict:
     """Register a Qwen3-TTS folder as NAME: a CustomVoice folder's speakers become voices. A Base
-    folder clones the voice of `wav`, which needs the cloning stages (voices/qwen3tts/clone.py)."""
+    folder clones the voice of `wav`, which needs the cloning entry (QWEN3_CLONE_MODULE)."""
     if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES or ":" in name:
         raise InputError(f"{name!r} cannot be a voice name")
     folder = profiles_dir() / name
