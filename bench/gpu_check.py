@@ -13,15 +13,29 @@ seconds / 10 s. It reports, for the device against the CPU (fp32 both):
     relative differences; the CPU does one flow call.
   * HiFT: RTF on the device and on the CPU at 1 thread (as the voice runs it) and at all cores;
     waveform max difference and SNR; which is faster (devices.py's auto placement).
-  * the whole CosyVoice3Voice on the device (LLM + flow + HiFT through voice.py).
+  * the whole CosyVoice3Voice on the device (LLM + flow + HiFT through voice.py), one stream, per
+    stage (LLM, flow, HiFT RTF), with the LLM's dynamic eager step and with its static step (replayed
+    as a CUDA graph on CUDA, eager elsewhere), and whether the two give the same bytes.
   * llm_step: the torch LLM's dynamic decode step against the static one (llm_static.py), eager and
     replayed as a CUDA graph: tokens/s and RTF of each; whether the graph gives exactly the eager
     static step's log-probs and tokens; how far static is from dynamic (max |logp| difference,
     sampled tokens equal).
   * throughput: a 30-segment chapter read by N = 1, 2, 4, 8 worker processes on the one device,
     each decoding one segment alone (static step + graph where on CUDA): audio seconds per wall
-    second, the gain of each N over the last, the N that `--workers auto` would pick (the last
-    that still added at least 10 %), and how many segments are byte-identical to the solo run.
+    second, the gain of each N over the last, the N that `--workers auto` would pick (the engine's
+    own rule, worker/autoscale.py, over these counts: the last that still added at least 10 %), and
+    how many segments are byte-identical to the solo run.
+  * upstream (with --upstream-src DIR): upstream CosyVoice's own LLM, flow and HiFT modules, built
+    by bench/upstream.py's builders on the same random weights, on the same device: RTF of each
+    beside ours (the LLM teacher-forced, lockstep, as bench/upstream.py; ours with the dynamic step
+    and with the static/graph step) and the largest difference of their outputs from ours.
+bench/gpu_check_prepare.sh puts upstream's source and pure-Python dependencies into .gpu_check/
+and says how one device call runs all of it (under 10 minutes on an H200, estimated).
+In the --small CPU dry run upstream's HiFT differed from ours by 1.6e-3 (SNR 37 dB) while LLM and
+flow were equal; not investigated. A likely cause: the HiFT's fixed source noise comes from the
+global RNG as upstream's modules are built, and tiny modules draw fewer numbers before it than the
+full-size ones noise.py replays. At full size bench/upstream.py measured 2.7e-7 on the CPU.
+The last section, "fields", lists any expected figure that is missing (none on a complete run).
 Imports only torch, numpy and the engine (no frontend audio libraries). Each section is written to
 --out as soon as it is done, so a run cut short still leaves its figures.
 """
@@ -271,17 +285,42 @@ def check_hift(report: Report, device: str, small: bool, mel: torch.Tensor) -> N
 
 
 def check_voice(report: Report, device: str, small: bool, n_prompt: int, n_gen: int) -> None:
-    """The CosyVoice3Voice (voice.py's speech_tokens / render / synthesize) with every stage on `device`."""
-    voice = build_voice(device, small, n_prompt, n_gen)
-    llm, flow, hift = voice.llm, voice.flow, voice.hift
+    """The CosyVoice3Voice (voice.py's speech_tokens / render / synthesize) with every stage on `device`:
+    one stream, the whole voice and each stage, with the LLM's dynamic step and its static one."""
     text = "Once upon a time there were three little pigs, and they went out into the world."
-    voice.synthesize(text[:20], seed=0)  # warm-up
-    pcm, t = timed(device, lambda: voice.synthesize(text, seed=1))
-    again = voice.synthesize(text, seed=1)
-    audio = len(pcm) / 2 / 24000
-    report.put("voice", {"devices": {"llm": llm.device, "flow": flow.input_embedding.weight.device.type,
-                                     "hift": hift.conv_pre.weight.device.type},
-                         "audio_s": r4(audio), "rtf": r4(t / audio), "same_bytes_twice": pcm == again})
+    out, pcms = {}, {}
+    for step in ("dynamic", "static"):
+        voice = build_voice(device, small, n_prompt, n_gen, step=step)
+        llm, flow, hift = voice.llm, voice.flow, voice.hift
+        voice.synthesize(text[:20], seed=0)  # warm-up (and the graph's capture)
+        pcm, t = timed(device, lambda: voice.synthesize(text, seed=1))
+        again = voice.synthesize(text, seed=1)
+        audio = len(pcm) / 2 / 24000
+        tokens, t_llm = timed(device, lambda: voice.speech_tokens(text, 1))
+        mel, t_flow = timed(device, lambda: flow_of(voice, tokens))
+        _, t_hift = timed(device, lambda: hift.inference(mel))
+        name = "dynamic_eager" if step == "dynamic" else ("static_graph" if device == "cuda" else "static_eager")
+        out[name] = {"audio_s": r4(audio), "rtf": r4(t / audio), "llm_rtf": r4(t_llm / audio),
+                     "flow_rtf": r4(t_flow / audio), "hift_rtf": r4(t_hift / audio), "same_bytes_twice": pcm == again}
+        pcms[step] = pcm
+        if step == "dynamic":  # the section's figures as before: the dynamic step
+            out.update({"devices": {"llm": llm.device, "flow": flow.input_embedding.weight.device.type,
+                                    "hift": hift.conv_pre.weight.device.type},
+                        "audio_s": r4(audio), "rtf": r4(t / audio), "same_bytes_twice": pcm == again})
+        del voice, llm, flow, hift
+    out["static_vs_dynamic_same_bytes"] = pcms["static"] == pcms["dynamic"]
+    report.put("voice", out)
+
+
+def flow_of(voice, tokens: list[int]) -> torch.Tensor:
+    """voice.render's flow call alone (HiFT is timed apart)."""
+    import numpy as np
+
+    p = voice.profile
+    with torch.inference_mode():
+        return voice.flow.inference(torch.tensor([tokens], dtype=torch.long), torch.from_numpy(p.speech_tokens[None]).long(),
+                                    torch.from_numpy(np.ascontiguousarray(p.mel[None], dtype=np.float32)),
+                                    torch.from_numpy(np.ascontiguousarray(p.embedding[None], dtype=np.float32)))
 
 
 # ------------------------------------------------------------------------------- llm decode step
@@ -372,21 +411,185 @@ def read_chapter(device: str, small: bool, n_prompt: int, seg_tokens: int, worke
 def check_throughput(report: Report, device: str, small: bool, n_prompt: int, counts: list[int]) -> None:
     seg_tokens = 20 if small else 100  # 4 s of speech a segment at full size; random weights run to the cap
     out: dict = {"segments": len(CHAPTER)}
-    solo, previous, auto = None, None, None  # previous: (workers, rate) of the last count measured
+    from epub2audio.worker.autoscale import AutoWorkersArgs, choose_workers
+
+    solo, previous, rates = None, None, {}  # previous: the rate of the last count measured
     for n in counts:
         audio, wall, hashes = read_chapter(device, small, n_prompt, seg_tokens, n)
         solo = solo or hashes
-        rate = audio / wall
-        gain = None if previous is None else rate / previous[1] - 1
-        if auto is None and gain is not None and gain < 0.10:
-            auto = previous[0]  # this worker added less than 10 %: stop at the one before
+        rates[n] = rate = audio / wall
+        gain = None if previous is None else rate / previous - 1
+        same = sum(hashes[i] == solo[i] for i in hashes)
         out[f"workers_{n}"] = {"audio_s": r4(audio), "wall_s": r4(wall), "audio_s_per_wall_s": r4(rate),
                                "gain_over_previous": None if gain is None else r4(gain),
-                               "segments_identical_to_solo": sum(hashes[i] == solo[i] for i in hashes)}
-        previous = (n, rate)
+                               "segments_identical_to_solo": same, "all_identical_to_solo": same == len(CHAPTER)}
+        previous = rate
         report.put("throughput", out)
-    out["auto_workers"] = auto if auto is not None else counts[-1]
+    # what `--workers auto` picks from this curve: the engine's rule over these counts
+    choice = choose_workers(rates.__getitem__, AutoWorkersArgs(counts=tuple(counts)))
+    out["auto_workers"], out["auto_reason"] = choice.workers, choice.reason
     report.put("throughput", out)
+
+
+# ------------------------------------------------------------------- upstream's modules, same GPU
+
+
+def check_upstream(report: Report, device: str, small: bool, src: Path | None, n_prompt: int, n_gen: int) -> None:
+    """Upstream CosyVoice's own LLM, flow and HiFT (imported from `src`, built by bench/upstream.py)
+    on the same random weights as ours, on `device`: RTF beside ours and the outputs' distance."""
+    if src is None:
+        report.put("upstream", {"skipped": "no --upstream-src DIR (bench/gpu_check_prepare.sh makes one)"})
+        return
+    import logging
+
+    import transformers  # noqa: F401  (it probes the installed packages: before the stand-ins exist)
+    from transformers import Qwen2Config, Qwen2ForCausalLM  # noqa: F401
+
+    from bench import upstream as up
+
+    src = src.resolve()
+    up.install_stand_ins(src, src / "third_party" / "Matcha-TTS")
+    import cosyvoice.utils.file_utils  # noqa: F401  (sets the root logger to DEBUG at import)
+    from cosyvoice.utils.common import ras_sampling
+
+    logging.getLogger().setLevel(logging.WARNING)
+    commit = (src / "COMMIT").read_text().strip() if (src / "COMMIT").exists() else "unknown"
+    out: dict = {"src": str(src), "commit": commit}
+    # upstream asserts <|endofprompt|> (151646) in the text: the tiny LLM keeps the real text vocabulary
+    config = {**llm_config(small), "vocab_size": 151936} if small else llm_config(small)
+    sd = llm_state(config, device)
+    n_forced = max(n_gen, 2 * (up.N_TEXT - up.N_PROMPT_TEXT) + 2)  # past upstream's min_len, where eos may come
+    g = torch.Generator().manual_seed(1)
+    text = torch.randint(0, 151643, (up.N_TEXT,), generator=g).tolist()
+    text[up.N_PROMPT_TEXT - 1] = up.END_OF_PROMPT
+    prompt = torch.randint(0, 6561, (n_prompt,), generator=g).tolist()
+    forced = torch.randint(0, 6561, (n_forced,), generator=g).tolist()
+    speech_s = n_forced / up.TOKENS_PER_SECOND
+
+    ours = CosyVoice3LM.from_checkpoint(config, dict(sd))
+    sampler = up.ForcedSampler(ras_sampling)
+    upstream_lm = up.upstream_llm(config, dict(sd), sampler).to(device)
+    from epub2audio.voices.cosyvoice3.llm_static import StaticDecoder
+
+    makers = {"upstream": lambda f: up.UpstreamLLMRun(upstream_lm, sampler, text, prompt, f, device=device),
+              "ours_dynamic": lambda f: up.OurLLMRun(ours, text, prompt, f)}
+    static = StaticDecoder(ours, use_graph=device == "cuda")
+    makers["ours_static_graph" if device == "cuda" else "ours_static_eager"] = (
+        lambda f: up.OurLLMRun(SimpleSession(static.start_decoding), text, prompt, f))
+    llm_out, logps = {"speech_tokens": n_forced}, {}
+    for name, make in makers.items():
+        run = make(forced[:3])
+        for _ in range(4):  # warm-up: kernels, allocator, the graph's capture
+            run.step()
+        run, total, steps = make(forced), 0.0, []
+        for _ in range(n_forced + 1):  # the prefill, then one step per forced token (the last draws eos)
+            logp, t = timed(device, run.step)
+            total += t
+            steps.append(logp.float().cpu())
+        logps[name] = steps
+        llm_out[name] = {"rtf": r4(total / speech_s), "tok_s": r4(n_forced / total)}
+    keep = torch.cat([torch.arange(up.SOS_ID), torch.arange(up.SOS_ID + 1, 6761)])  # as bench/upstream.py
+    for name in makers:
+        if name != "upstream":
+            pairs = list(zip(logps["upstream"], logps[name]))
+            llm_out[f"logp_upstream_vs_{name}"] = {
+                "max_abs": r4(max(float((a[keep] - b[keep]).abs().max()) for a, b in pairs)),
+                "argmax_agree": r4(sum(int(a[keep].argmax()) == int(b[keep].argmax()) for a, b in pairs) / len(pairs))}
+    out["llm"] = llm_out
+    report.put("upstream", out)
+    del ours, upstream_lm, static, makers
+
+    fa, ha = (tiny_flow_args(), tiny_hift_args()) if small else (FlowArgs(), HiFTArgs())
+    fsd = {k: v.cpu() for k, v in random_flow_state_dict(fa, seed=1, device=device).items()}
+    hsd = {k: v.cpu() for k, v in random_hift_state_dict(ha, seed=2, device=device).items()}
+    up_flow, up_hift = up.upstream_flow_and_hift(dict(fsd), dict(hsd), fa, ha)
+    up_flow, up_hift = up_flow.to(device), up_hift.to(device)
+    our_flow = load_flow({k: v.to(device) for k, v in fsd.items()})
+    our_hift = load_hift(dict(hsd), max_seconds=speech_s + 1).to(device)
+    token, prompt_token, prompt_feat, embedding = flow_inputs(forced, n_prompt)
+
+    def upstream_flow(tok, ptok, feat, emb):
+        tok, ptok = tok.to(device, torch.int32), ptok.to(device, torch.int32)  # the frontend's dtype
+        i32 = partial_tensor(device)
+        mel, _ = up_flow.inference(token=tok, token_len=i32(tok.shape[1]), prompt_token=ptok,
+                                   prompt_token_len=i32(ptok.shape[1]), prompt_feat=feat.to(device),
+                                   prompt_feat_len=i32(feat.shape[1]), embedding=emb.to(device),
+                                   streaming=False, finalize=True)
+        return mel
+
+    def our_flow_run(tok, ptok, feat, emb):
+        with torch.inference_mode():
+            return our_flow.inference(tok, ptok, feat, emb)
+
+    warm = flow_inputs(forced[:20], 10)
+    flow_out, mels = {}, {}
+    for name, run in (("upstream", upstream_flow), ("ours", our_flow_run)):
+        with torch.inference_mode():
+            run(*warm)
+            mels[name], t = timed(device, lambda: run(token, prompt_token, prompt_feat, embedding))
+        flow_out[name] = {"rtf": r4(t / speech_s)}
+    flow_out["mel_max_abs_upstream_vs_ours"] = r4(max_abs(mels["upstream"], mels["ours"]))
+    flow_out["mel_equal"] = bool(torch.equal(mels["upstream"].cpu(), mels["ours"].cpu()))
+    out["flow"] = flow_out
+    report.put("upstream", out)
+
+    mel = mels["ours"].to(device)
+    hift_out, waves = {}, {}
+    for name, run in (("upstream", lambda m: up_hift.inference(speech_feat=m, finalize=True)[0]),
+                      ("ours", lambda m: our_hift.inference(m))):
+        with torch.inference_mode():
+            run(mel[:, :, :50])
+            waves[name], t = timed(device, lambda: run(mel))
+        hift_out[name] = {"rtf": r4(t / speech_s)}
+    n = min(waves["upstream"].shape[-1], waves["ours"].shape[-1])
+    hift_out["wave_max_abs_upstream_vs_ours"] = r4(max_abs(waves["upstream"][..., :n], waves["ours"][..., :n]))
+    hift_out["wave_snr_db_ours_vs_upstream"] = r4(snr_db(waves["ours"][..., :n], waves["upstream"][..., :n]))
+    out["hift"] = hift_out
+    report.put("upstream", out)
+
+
+class SimpleSession:
+    """What bench/upstream.py's OurLLMRun needs of an LLM: start_decoding."""
+
+    def __init__(self, start_decoding):
+        self.start_decoding = start_decoding
+
+
+def partial_tensor(device: str):
+    return lambda n: torch.tensor([n], dtype=torch.int32, device=device)
+
+
+# the figures a complete run has, per section (the "fields" section lists what is missing)
+EXPECTED = {
+    "llm": ["generated_tokens", "{d}_fp32", "cpu_fp32", "logp_{d}_fp32_vs_cpu_fp32", "{d}_bf16", "{d}_fp16"],
+    "flow": ["{d}_fp32", "cpu_fp32", "mel_{d}_fp32_vs_cpu_fp32", "{d}_bf16", "{d}_fp16"],
+    "hift": ["{d}_fp32", "cpu_fp32", "wave_{d}_fp32_vs_cpu_fp32", "{d}_bf16", "{d}_fp16", "faster_for_auto"],
+    "voice": ["rtf", "dynamic_eager", "static_{g}", "static_vs_dynamic_same_bytes"],
+    "llm_step": ["dynamic", "static_eager", "static_eager_vs_dynamic"],
+    "throughput": ["segments", "workers_{n}", "auto_workers"],
+    "upstream": ["llm", "flow", "hift"],
+}
+
+
+def missing_fields(data: dict, device: str, counts: list[int], only: set[str]) -> list[str]:
+    g = "graph" if device == "cuda" else "eager"
+    wanted = {k: list(v) for k, v in EXPECTED.items()}
+    if device == "cuda":
+        wanted["llm_step"] += ["static_graph", "graph_vs_static_eager"]
+        wanted["flow"].append("cuda_tf32")
+    missing = []
+    for section, keys in wanted.items():
+        if section not in only:
+            continue
+        got = data.get(section)
+        if not isinstance(got, dict) or "error" in got:
+            missing.append(section)
+            continue
+        for key in keys:
+            for name in ([key.format(n=n) for n in counts] if "{n}" in key else [key.format(d=device, g=g)]):
+                if name not in got:
+                    missing.append(f"{section}.{name}")
+    return missing
 
 
 def build_voice(device: str, small: bool, n_prompt: int, n_gen: int, step: str = "dynamic"):
@@ -424,8 +627,10 @@ def main() -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--device", default="cuda", help="the accelerator to check (cpu: a dry run)")
     p.add_argument("--small", action="store_true", help="tiny dims and short sequences (a dry run of the script)")
-    p.add_argument("--only", default="llm,flow,hift,voice,llm_step,throughput")
+    p.add_argument("--only", default="llm,flow,hift,voice,llm_step,throughput,upstream")
     p.add_argument("--workers", default="1,2,4,8", help="the worker counts of the throughput section")
+    p.add_argument("--upstream-src", type=Path, help="upstream CosyVoice's tree (cosyvoice/ and third_party/Matcha-TTS/"
+                                                     "matcha/; bench/gpu_check_prepare.sh makes .gpu_check/upstream)")
     a = p.parse_args()
     torch.manual_seed(0)
     report = Report(a.out)
@@ -437,6 +642,7 @@ def main() -> int:
     report.put("env", env)
     n_prompt, n_gen, cpu_steps = (20, 30, 10) if a.small else (150, 250, 30)
     only = set(a.only.split(","))
+    counts = [int(n) for n in a.workers.split(",")]
     state = {"tokens": list(range(100, 100 + n_gen)),
              "mel": torch.randn(1, 80, 2 * n_gen, generator=torch.Generator().manual_seed(0))}
     sections = {
@@ -445,8 +651,8 @@ def main() -> int:
         "hift": lambda: check_hift(report, a.device, a.small, state["mel"]),
         "voice": lambda: check_voice(report, a.device, a.small, n_prompt, n_gen),
         "llm_step": lambda: check_llm_step(report, a.device, a.small, n_prompt, n_gen),
-        "throughput": lambda: check_throughput(report, a.device, a.small, n_prompt,
-                                               [int(n) for n in a.workers.split(",")]),
+        "throughput": lambda: check_throughput(report, a.device, a.small, n_prompt, counts),
+        "upstream": lambda: check_upstream(report, a.device, a.small, a.upstream_src, n_prompt, n_gen),
     }
     failed = 0
     for name, run in sections.items():
@@ -461,7 +667,9 @@ def main() -> int:
                 failed += 1
             if a.device == "cuda":
                 torch.cuda.empty_cache()
-    return 1 if failed else 0
+    missing = missing_fields(report.data, a.device, counts, only)
+    report.put("fields", {"missing": missing})
+    return 1 if failed or missing else 0
 
 
 if __name__ == "__main__":

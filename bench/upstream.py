@@ -178,7 +178,8 @@ def upstream_llm(config: dict, sd: dict, sampling, mask_shim: bool = True):
     encoder = Qwen2Encoder.__new__(Qwen2Encoder)  # its __init__ is from_pretrained(path) only
     torch.nn.Module.__init__(encoder)
     encoder.model = Qwen2ForCausalLM(Qwen2Config(**config))
-    lm = UpstreamLM(llm_input_size=896, llm_output_size=896, speech_token_size=6561, llm=encoder,
+    size = config["hidden_size"]  # 896 at full size; bench/gpu_check.py --small builds the tiny one
+    lm = UpstreamLM(llm_input_size=size, llm_output_size=size, speech_token_size=6561, llm=encoder,
                     sampling=sampling, length_normalized_loss=True, lsm_weight=0, mix_ratio=[5, 15])  # fmt: skip
     lm.load_state_dict(sd, strict=True, assign=True)  # the same tensors as ours: no second 2 GB
     if mask_shim:
@@ -198,8 +199,10 @@ def drop_all_true_mask(module, args, kwargs):
     return args, kwargs
 
 
-def upstream_flow_and_hift(flow_sd: dict, hift_sd: dict):
-    """cosyvoice3.yaml's `flow` and `hift`, constructed in the YAML's order (nested first)."""
+def upstream_flow_and_hift(flow_sd: dict, hift_sd: dict, fa: FlowArgs | None = None, ha: HiFTArgs | None = None):
+    """cosyvoice3.yaml's `flow` and `hift`, constructed in the YAML's order (nested first); other
+    dimensions (the tests' tiny ones, for bench/gpu_check.py --small) from `fa` / `ha`."""
+    fa, ha = fa or FlowArgs(), ha or HiFTArgs()
     from cosyvoice.flow.DiT.dit import DiT
     from cosyvoice.flow.flow import CausalMaskedDiffWithDiT
     from cosyvoice.flow.flow_matching import CausalConditionalCFM
@@ -207,17 +210,17 @@ def upstream_flow_and_hift(flow_sd: dict, hift_sd: dict):
     from cosyvoice.hifigan.generator import CausalHiFTGenerator
     from cosyvoice.transformer.upsample_encoder import PreLookaheadLayer
 
-    pre = PreLookaheadLayer(in_channels=80, channels=1024, pre_lookahead_len=3)
+    pre = PreLookaheadLayer(in_channels=80, channels=fa.pre_lookahead_channels, pre_lookahead_len=3)
     cfm_params = DictConfig(sigma_min=1e-06, solver="euler", t_scheduler="cosine", training_cfg_rate=0.2,
                             inference_cfg_rate=0.7, reg_loss_type="l1")  # fmt: skip
-    dit = DiT(dim=1024, depth=22, heads=16, dim_head=64, ff_mult=2, mel_dim=80, mu_dim=80, spk_dim=80,
-              out_channels=80, static_chunk_size=25 * 2, num_decoding_left_chunks=-1)  # fmt: skip
+    dit = DiT(dim=fa.dim, depth=fa.depth, heads=fa.heads, dim_head=fa.dim_head, ff_mult=fa.ff_mult, mel_dim=80,
+              mu_dim=80, spk_dim=80, out_channels=80, static_chunk_size=25 * 2, num_decoding_left_chunks=-1)  # fmt: skip
     decoder = CausalConditionalCFM(in_channels=240, n_spks=1, spk_emb_dim=80, cfm_params=cfm_params, estimator=dit)
     flow = CausalMaskedDiffWithDiT(input_size=80, output_size=80, spk_embed_dim=192, output_type="mel",
                                    vocab_size=6561, input_frame_rate=25, only_mask_loss=True, token_mel_ratio=2,
                                    pre_lookahead_len=3, pre_lookahead_layer=pre, decoder=decoder)  # fmt: skip
-    f0 = CausalConvRNNF0Predictor(num_class=1, in_channels=80, cond_channels=512)
-    hift = CausalHiFTGenerator(in_channels=80, base_channels=512, nb_harmonics=8, sampling_rate=24000, nsf_alpha=0.1,
+    f0 = CausalConvRNNF0Predictor(num_class=1, in_channels=80, cond_channels=ha.f0_cond_channels)
+    hift = CausalHiFTGenerator(in_channels=80, base_channels=ha.base_channels, nb_harmonics=8, sampling_rate=24000, nsf_alpha=0.1,
                                nsf_sigma=0.003, nsf_voiced_threshold=10, upsample_rates=[8, 5, 3],
                                upsample_kernel_sizes=[16, 11, 7], istft_params={"n_fft": 16, "hop_len": 4},
                                resblock_kernel_sizes=[3, 7, 11], resblock_dilation_sizes=[[1, 3, 5]] * 3,
@@ -252,16 +255,17 @@ class ForcedSampler:
 class UpstreamLLMRun:
     """One decode of upstream's generator; step() is one forward + sampler call."""
 
-    def __init__(self, lm, sampler: ForcedSampler, text: list[int], prompt: list[int], forced: list[int]):
+    def __init__(self, lm, sampler: ForcedSampler, text: list[int], prompt: list[int], forced: list[int],
+                 device: str = "cpu"):
         sampler.reset(forced)
         self.sampler = sampler
-        t = torch.tensor([text], dtype=torch.int32)  # the frontend's dtype
+        t = torch.tensor([text], dtype=torch.int32, device=device)  # the frontend's dtype, moved as upstream's model does
         self.gen = lm.inference(
-            text=t[:, N_PROMPT_TEXT:], text_len=torch.tensor([t.shape[1] - N_PROMPT_TEXT], dtype=torch.int32),
-            prompt_text=t[:, :N_PROMPT_TEXT], prompt_text_len=torch.tensor([N_PROMPT_TEXT], dtype=torch.int32),
-            prompt_speech_token=torch.tensor([prompt], dtype=torch.int32),
-            prompt_speech_token_len=torch.tensor([len(prompt)], dtype=torch.int32),
-            embedding=torch.zeros(1, 192),
+            text=t[:, N_PROMPT_TEXT:], text_len=torch.tensor([t.shape[1] - N_PROMPT_TEXT], dtype=torch.int32, device=device),
+            prompt_text=t[:, :N_PROMPT_TEXT], prompt_text_len=torch.tensor([N_PROMPT_TEXT], dtype=torch.int32, device=device),
+            prompt_speech_token=torch.tensor([prompt], dtype=torch.int32, device=device),
+            prompt_speech_token_len=torch.tensor([len(prompt)], dtype=torch.int32, device=device),
+            embedding=torch.zeros(1, 192, device=device),
         )  # fmt: skip
 
     def step(self) -> torch.Tensor:

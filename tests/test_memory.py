@@ -90,3 +90,33 @@ def test_a_worker_without_torch_reports_no_accelerator_memory():
         assert s.worker.device_memory == 0 and s.worker.memory > 0
     finally:
         s.close()
+
+
+def test_each_worker_on_one_gpu_is_recycled_on_its_own_device_memory(monkeypatch):
+    """Two workers sharing a GPU: each reports its own CUDA reserve through the protocol (faked:
+    +300 MB per request of its own) and is recycled on that alone, however many requests the
+    other one served."""
+    from epub2audio.worker.supervisor import MB, Supervisor, WorkerPolicy
+
+    monkeypatch.setenv("EPUB2AUDIO_FAULTS", "device_leak_mb=300,device_name=Fake GPU")
+    policy = WorkerPolicy(memory_budget_mb=1024, request_timeout=20, start_timeout=30)
+    busy, quiet = Supervisor({"voice": "tone"}, policy), Supervisor({"voice": "tone"}, policy)
+    try:
+        assert busy.details.device == quiet.details.device == "Fake GPU"
+        assert quiet.worker.device_memory == 0  # ready: nothing reserved yet
+        quiet.synthesize("a", 1)
+        reported = []
+        for i in range(4):  # the baseline (300 MB) then +300, +600, +900: within 1024 MB
+            busy.synthesize(f"busy {i}", i)
+            reported.append(busy.worker.device_memory)
+        assert reported == [300 * MB, 600 * MB, 900 * MB, 1200 * MB]
+        assert (busy.stats.recycled, quiet.stats.recycled) == (0, 0)
+        busy.synthesize("busy 4", 4)  # its own 5th request: +1200 MB over its baseline
+        assert (busy.stats.recycled, busy.worker) == (1, None)
+        quiet.synthesize("b", 2)  # the other worker's second: +300 MB of its own, kept
+        assert (quiet.stats.recycled, quiet.worker.device_memory) == (0, 600 * MB)
+        busy.synthesize("busy 5", 5)  # a fresh worker: its own count starts again
+        assert (busy.stats.spawned, busy.worker.device_memory) == (2, 300 * MB)
+    finally:
+        busy.close()
+        quiet.close()

@@ -165,3 +165,73 @@ def test_voice_load_failure_is_reported_not_retried():
     s = Supervisor({"voice": "no-such-voice"}, WorkerPolicy())
     with pytest.raises(VoiceLoadFailed, match="unknown voice 'no-such-voice'"):
         s.details
+
+
+# --- several workers on one device -------------------------------------------------------------------
+
+COSY_TEXTS = ["Once upon a time there were three little pigs.", "The quick brown fox jumps over the lazy dog.",
+              "She sells sea shells by the sea shore.", "It was the best of times, it was the worst of times.",
+              "Hello world, this is a test.", "Call me Ishmael."]
+
+
+@pytest.fixture(scope="module")
+def cosy(tmp_path_factory):
+    """The tests' tiny random CosyVoice3 with a saved profile, its LLM on torch with the static
+    decode step: what a CUDA worker runs (there replayed as a CUDA graph), here eagerly."""
+    from cosyvoice3.fixtures import write_sine_wav, write_tiny_checkpoint
+    from epub2audio.voices.cosyvoice3 import profile as pr
+
+    d = tmp_path_factory.mktemp("workers")
+    model = write_tiny_checkpoint(d / "model", seed=0)
+    wav = write_sine_wav(d / "anna.wav", seconds=1.2, sample_rate=24000)
+    profile = pr.save_profile(pr.make_profile(model, wav, "Hello there."), d / "anna")
+    return {"voice": "cosyvoice3:anna", "threads": 1,
+            "options": {"model_dir": str(model), "profile_dir": str(profile),
+                        "extra": {"max_tokens_per_segment": 40, "llm_backend": "torch", "llm_step": "static"}}}
+
+
+@pytest.mark.slow
+def test_a_segments_bytes_are_the_same_alone_and_among_two_or_three_workers(cosy, tmp_path, monkeypatch):
+    from epub2audio.render import WorkerPool
+    from epub2audio.store import PlannedSegment
+
+    monkeypatch.setenv("EPUB2AUDIO_CACHE_DIR", str(tmp_path / "cache"))
+    policy = WorkerPolicy(request_timeout=120, start_timeout=300)
+    segments = [PlannedSegment(0, i, f"k{i}", text, 100 + i, 0) for i, text in enumerate(COSY_TEXTS)]
+    solo = Supervisor(cosy, policy)
+    try:
+        alone = [solo.synthesize(s.text, s.seed)[0] for s in segments]
+        assert "+step-static" in solo.details.model_id
+    finally:
+        solo.close()
+    assert len(set(alone)) == len(alone) and all(len(pcm) > 0 for pcm in alone)  # six different sounds
+    for workers, order in ((2, segments), (3, segments[::-1])):  # other neighbours, other order
+        got = {}
+        pool = WorkerPool(cosy["voice"], cosy["options"], workers, 1, policy, tmp_path / "worker.log")
+        try:
+            pool.render(order, lambda seg, pcm, seconds, details, error: got.__setitem__(seg.index, (pcm, error)))
+            pids = {s.worker.pid for s in pool.supervisors if s.worker is not None}
+        finally:
+            pool.close()
+        assert [got[i] for i in range(len(segments))] == [(pcm, None) for pcm in alone], workers
+        assert len(pids) == workers  # every slot ran its own worker process
+
+
+def test_a_pools_workers_outlive_the_render_threads_that_started_them():
+    """Workers die with the thread that started them (PR_SET_PDEATHSIG); the supervisor starts
+    them from one long-lived thread, so a pool's second slot keeps its worker from one render call
+    (one book of a library) to the next instead of reloading the voice each time."""
+    from epub2audio.render import WorkerPool
+    from epub2audio.store import PlannedSegment
+
+    segments = [PlannedSegment(0, i, f"k{i}", f"Sentence number {i}.", i, 0) for i in range(6)]
+    pool = WorkerPool("tone", {}, 2, 1, WorkerPolicy(request_timeout=20, start_timeout=30), None)
+    try:
+        pool.details()  # slot 1 from this thread, slot 2 from its render thread
+        for _ in range(3):
+            got = []
+            pool.render(segments, lambda segment, pcm, seconds, details, error: got.append(error))
+            assert got == [None] * len(segments)
+        assert [(s.stats.spawned, s.stats.died) for s in pool.supervisors] == [(1, 0), (1, 0)]
+    finally:
+        pool.close()

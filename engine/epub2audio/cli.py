@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError, JobFailed
-from .options import add_ray_argument, job_options
+from .options import add_ray_argument, job_options, workers_flag
 
 from .progress import CHARS_PER_SECOND, format_duration
 
@@ -47,8 +47,10 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=("auto", "cpu", "cuda", "mps"),
                    help="where CosyVoice3 runs: auto = CUDA if present; on Apple Silicon the LLM on MLX, the flow on MPS, "
                         "the vocoder on the CPU; else the CPU. Wins over config.toml's device and device_llm/_flow/_hift")
-    p.add_argument("--workers", type=int, help="worker processes rendering in parallel (default 1; with --ray: "
-                                              "one per free CPU of the cluster)")
+    p.add_argument("--workers", type=workers_flag, metavar="N|auto",
+                   help="worker processes rendering in parallel (default 1; with --ray: one per free CPU of the "
+                        "cluster); auto: on a GPU as many as still add 10 %% throughput, measured once per GPU "
+                        "and voice; on the CPU 1")
     add_ray_argument(p)
     p.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                    help="progress display; json writes one event per line to stdout")
@@ -100,8 +102,9 @@ def library_parser() -> argparse.ArgumentParser:
     p.add_argument("--voice", help="auto (default: each book's language decides; joe for English), joe, "
                                    "kokoro:NAME, piper:NAME, cosyvoice3:NAME or tone (see `epub2audio voice list`)")
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
-    p.add_argument("--workers", type=int, help="workers shared by all books (default 1; with --ray: one per "
-                                              "free CPU of the cluster)")
+    p.add_argument("--workers", type=workers_flag, metavar="N|auto",
+                   help="workers shared by all books (default 1; with --ray: one per free CPU of the cluster); "
+                        "auto: on a GPU as many as still add 10 %% throughput (measured once), on the CPU 1")
     add_ray_argument(p)
     p.add_argument("--seed", type=int, help="job seed for voices that sample (default 1986)")
     p.add_argument("--no-verify", action="store_true", help="skip the check of each finished M4B")
@@ -248,23 +251,29 @@ def run_voice(args: argparse.Namespace) -> int:
 
 
 def model_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="epub2audio model", description="Manage CosyVoice3 model folders.")
+    p = _Parser(prog="epub2audio model", description="Manage CosyVoice3 and Qwen3-TTS model folders.")
     sub = p.add_subparsers(dest="action", required=True)
-    c = sub.add_parser("compress", help="write a smaller copy of a Fun-CosyVoice3-0.5B folder")
-    c.add_argument("--model-dir", type=Path, required=True, help="the Fun-CosyVoice3-0.5B folder")
+    c = sub.add_parser("compress", help="write a smaller copy of a Fun-CosyVoice3-0.5B or Qwen3-TTS-12Hz folder")
+    c.add_argument("--model-dir", type=Path, required=True,
+                   help="the Fun-CosyVoice3-0.5B or Qwen3-TTS-12Hz-0.6B folder (the family is read from it)")
     c.add_argument("--out", type=Path, required=True, help="the new folder (must not exist)")
     c.add_argument("--llm", choices=("fp32", "bf16", "int8", "int4"), default="int8",
-                   help="LLM layers (default int8); the embeddings and heads stay at 8 bits or more")
+                   help="LLM layers (default int8; Qwen3-TTS: the Talker and Code Predictor); the embeddings "
+                        "and heads stay at 8 bits or more")
     c.add_argument("--tables", choices=("fp32", "int8"), default=None,
                    help="the text and speech embeddings and the speech head with --llm int8: fp32 (default; the "
                         "runtime int8 LLM exactly) or int8 with a scale per row (0.4 GB less); int4 always stores them int8")
     c.add_argument("--flow", choices=("fp32", "fp16", "bf16"), default="fp32", help="flow weights (default fp32)")
     c.add_argument("--hift", choices=("fp32", "fp16"), default="fp32", help="vocoder weights (default fp32)")
-    c.add_argument("--vocab", nargs="+", default=["all"], metavar="LANG",
+    c.add_argument("--decoder", choices=("fp32", "fp16"), default=None,
+                   help="Qwen3-TTS: the 12 Hz decoder's weights (default fp32); fp16 keeps any tensor beyond "
+                        "fp16's range at fp32")
+    c.add_argument("--vocab", "--languages", nargs="+", default=["all"], metavar="LANG",
                    help="all (default) or languages (e.g. en fr): keep only the text-embedding rows they need; "
                         "a text needing another token is refused")
     c.add_argument("--prompt-parts", choices=("keep", "drop"), default="keep",
-                   help="drop leaves out campplus.onnx and speech_tokenizer_v3.onnx (only `voice add` needs them)")
+                   help="drop leaves out what only voice cloning reads: campplus.onnx and speech_tokenizer_v3.onnx "
+                        "(CosyVoice3), the speech tokenizer's encoder and Base's speaker encoder (Qwen3-TTS)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     return p
 
@@ -273,7 +282,7 @@ def run_model(args: argparse.Namespace) -> int:
     from .voices.catalog import compress_model
 
     result = compress_model(args.model_dir, args.out, llm=args.llm, tables=args.tables, flow=args.flow, hift=args.hift,
-                            vocab=args.vocab, prompt_parts=args.prompt_parts)
+                            vocab=args.vocab, prompt_parts=args.prompt_parts, decoder=args.decoder)
     sizes = result["sizes"]
     parts = ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in sorted(sizes.items()) if name.endswith(".safetensors"))
     print(f"Wrote {args.out} ({sum(sizes.values()) / 1e9:.2f} GB without the tokenizer: {parts})")

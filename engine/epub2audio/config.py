@@ -2,7 +2,8 @@
 
 Settings come from, weakest first: built-in defaults, `~/.config/epub2audio/config.toml`,
 environment variables, command-line options. Keys in config.toml:
-  voice = "auto"                 workers = 1     (auto: the book's language picks the voice)
+  voice = "auto"                 workers = 1     (auto: the book's language picks the voice;
+                                 workers = "auto": on a GPU, measured, see worker/autoscale.py)
   [preferred_voices]             fr = "siwis"    (which voice auto picks for a language, as calibre's)
   memory_budget_mb = 2048        max_worker_memory_mb = 0      max_requests_per_worker = 0
   segment_timeout = 600          cosyvoice3_model_dir = "/path/to/Fun-CosyVoice3-0.5B"

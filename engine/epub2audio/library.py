@@ -89,6 +89,12 @@ class SharedPool:
     def render(self, todo, on_result) -> None:
         self.pool.render(todo, on_result)
 
+    def __getattr__(self, name):
+        # --workers auto resizes the book's pool (render._auto_workers) where it can: local workers
+        if name in ("resize", "measure") and "pool" in self.__dict__:
+            return getattr(self.pool, name)
+        raise AttributeError(name)
+
     def kill(self) -> None:
         self.pool.kill()
 

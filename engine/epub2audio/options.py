@@ -20,17 +20,48 @@ def add_ray_argument(p: argparse.ArgumentParser) -> None:
                         "(needs pip install 'epub2audio[ray]')")
 
 
-def workers(args: argparse.Namespace, config: dict) -> int:
-    """--workers, else config.toml's; with --ray and neither, 0: one per free CPU of the cluster."""
+AUTO_WORKERS = "auto"
+
+
+def workers_flag(value: str) -> int | str:
+    """--workers N or --workers auto (argparse type)."""
+    if value == AUTO_WORKERS:
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or auto, got {value!r}") from None
+
+
+def _workers_setting(args: argparse.Namespace, config: dict) -> int | str | None:
     if args.workers is not None:
-        count = args.workers
-    elif getattr(args, "ray", None) is not None:
+        return args.workers
+    raw = config.get("workers")
+    if raw is None or raw == AUTO_WORKERS:
+        return raw
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise InputError(f"setting workers must be a number or \"auto\", got {raw!r}") from None
+
+
+def workers(args: argparse.Namespace, config: dict) -> int:
+    """--workers, else config.toml's; with --ray and no --workers (or auto), 0: one per free CPU of
+    the cluster. auto without Ray starts with 1, today's default: on a GPU the job then measures how
+    many (auto_workers, render._auto_workers); on the CPU it stays 1."""
+    if getattr(args, "ray", None) is not None and args.workers in (None, AUTO_WORKERS):
         return 0
-    else:
-        count = int(config.get("workers", 1))
+    count = _workers_setting(args, config)
+    if count in (None, AUTO_WORKERS):
+        return 1
     if count < 1:
         raise InputError("--workers must be at least 1")
     return count
+
+
+def auto_workers(args: argparse.Namespace, config: dict) -> bool:
+    """--workers auto (or config.toml's workers = "auto") on local workers: Ray sizes its own."""
+    return getattr(args, "ray", None) is None and _workers_setting(args, config) == AUTO_WORKERS
 
 
 def cosyvoice3_options(args: argparse.Namespace, config: dict) -> dict:
@@ -74,7 +105,7 @@ def job_options(args: argparse.Namespace, **reading):
         voice = resolve(name, config=config, model_dir=args.model_dir,
                         workers=max(1, count), extra=cosyvoice3_options(args, config))
     options = ConvertOptions(voice=voice.name, voice_options=voice.options, threads_per_worker=voice.threads,
-                             workers=count, policy=worker_policy(config),
+                             workers=count, auto_workers=auto_workers(args, config), policy=worker_policy(config),
                              verify=not getattr(args, "no_verify", False), pool=worker_pool(args.ray), **reading,
                              # config.toml's subtitles / readalong, the book command's flags over them
                              **outputs(config, getattr(args, "subtitles", None), getattr(args, "readalong", None)))

@@ -89,6 +89,9 @@ class TextProgress(Progress):
                       f"{f['characters']:,} characters, about {estimate} of audio")
         elif event == "voice":
             self._say(f"Voice: {f['narrator']} ({f['backend']}, {f['precision']}, {f['sample_rate']} Hz)")
+        elif event == "workers":  # --workers auto on a GPU (render._auto_workers)
+            how = "measured" if f["measured"] else "as measured before"
+            self._say(f"Workers: {f['workers']} on {f['device']} ({how})")
         elif event == "plan":
             if f.get("skipping"):
                 self._say(f["skipping"]["summary"])

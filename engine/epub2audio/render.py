@@ -27,11 +27,12 @@ from .book.normalize import normalize
 from .book.normalize_en import letter_headings, numbered_headings, numeral_label
 from .book.segment import segment_chapter, split_in_two, split_sentences
 from .book.skips import plan_fields
-from .config import load_config
+from .config import cache_dir, load_config
 from .errors import InputError, JobFailed
 from .progress import Eta, Progress
 from .store import PlannedSegment, SegmentStore, job_dir_for, segment_key, segment_seed
 from .voices.catalog import AUTO, choose_voice, language_changes_audio, language_warning, resolve
+from .worker.autoscale import AutoWorkersArgs, Throughput, WorkerCountCache, cache_key, choose_workers
 from .worker.supervisor import (SegmentCapped, SegmentFailed, Stopped, Supervisor, VoiceDetails, VoiceLoadFailed,
                                 WorkerPolicy)
 
@@ -44,6 +45,7 @@ class ConvertOptions:
     voice_options: dict = field(default_factory=dict)  # what the worker needs to load the voice
     chapters: list[int] | None = None  # 0-based chapter indices; None = all
     workers: int = 1
+    auto_workers: bool = False  # --workers auto: on a GPU, measure how many (render._auto_workers)
     threads_per_worker: int = 1
     job_seed: int = DEFAULT_JOB_SEED
     work_dir: Path | None = None
@@ -365,8 +367,51 @@ class WorkerPool:
 
     def __init__(self, voice: str, voice_options: dict, workers: int, threads: int,
                  policy: WorkerPolicy, log_path: Path | None):
-        config = {"voice": voice, "threads": threads, "options": voice_options}
-        self.supervisors = [Supervisor(config, policy, log_path) for _ in range(max(1, workers))]
+        self.config, self.policy, self.log_path = {"voice": voice, "threads": threads, "options": voice_options}, policy, log_path
+        self.supervisors = [Supervisor(self.config, policy, log_path) for _ in range(max(1, workers))]
+
+    def resize(self, workers: int) -> None:
+        """Run `workers` slots from now on: new ones start on first use, extra ones are closed."""
+        workers = max(1, workers)
+        while len(self.supervisors) > workers:
+            self.supervisors.pop().close()
+        while len(self.supervisors) < workers:
+            self.supervisors.append(Supervisor(self.config, self.policy, self.log_path))
+
+    def measure(self, workers: int, segments: list[PlannedSegment], sample_rate: int, per_worker: int = 2) -> float | None:
+        """Throughput (audio seconds per wall second, finished segments only) of `workers` slots
+        rendering `per_worker` segments each, taken from `segments` in turn; the results are thrown
+        away (the job renders them again; their bytes do not depend on the worker count). Loading
+        and each new worker's first request (allocator, kernels, CUDA graph capture) are outside the
+        clock. None when a worker cannot start (e.g. the GPU is full)."""
+        self.resize(workers)
+        fresh = [s for s in self.supervisors if s.worker is None]
+        failures = []
+
+        def warm(supervisor: Supervisor) -> None:  # the new workers load at once, in parallel
+            try:
+                supervisor.details
+            except (VoiceLoadFailed, Stopped) as error:  # this many workers cannot run here (e.g. the GPU is full)
+                failures.append(error)
+                return
+            first = segments[0]
+            try:
+                supervisor.synthesize(first.text, first.seed, first.lang)
+            except (SegmentFailed, Stopped):  # a failed warm-up says nothing of the count: the timed round counts
+                pass
+
+        warmers = [threading.Thread(target=warm, args=(s,), daemon=True) for s in fresh]
+        for t in warmers:
+            t.start()
+        for t in warmers:
+            t.join()
+        if failures:
+            return None
+        batch = [segments[i % len(segments)] for i in range(workers * per_worker)]
+        meter = Throughput(sample_rate)
+        started = time.perf_counter()
+        self.render(batch, lambda segment, pcm, seconds, details, error: meter.add(pcm, error))
+        return meter.rate(time.perf_counter() - started)
 
     def details(self) -> VoiceDetails:
         try:
@@ -487,6 +532,8 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
         progress.emit("voice", name=details.name, narrator=details.narrator, backend=details.backend,
                       precision=details.precision, sample_rate=details.sample_rate, model_id=details.model_id,
                       load=details.load)  # the worker's meter: seconds, private bytes after, peak
+        if options.auto_workers:
+            _auto_workers(pool, details, planned, options.policy, progress)
         progress.emit("book", title=book.title, chapters=len(chapter_indices), segments=len(planned),
                       characters=sum(len(s.text) for s in planned))
         store.set_meta(book=str(Path(book_path).resolve()), output=str(out_path.resolve()),
@@ -525,6 +572,30 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
                   seconds=round(time.monotonic() - started, 2))
     return ConvertResult(out_path, result.duration_samples / details.sample_rate, len(chapter_indices),
                          len(planned), len(todo), work_dir)
+
+
+def _auto_workers(pool, details: VoiceDetails, planned: list[PlannedSegment], policy: WorkerPolicy,
+                  progress: Progress) -> None:
+    """`--workers auto`: on a GPU, as many workers as still add 10 % throughput (worker/autoscale.py),
+    measured on the book's first segments once per GPU and voice, then read from the cache. On the
+    CPU (no GPU reported by the worker), or with a pool that cannot resize (Ray), nothing changes:
+    one worker, as without the flag."""
+    if not details.device or not hasattr(pool, "measure"):
+        return
+    args = AutoWorkersArgs()
+    cache = WorkerCountCache(cache_dir() / "workers-auto.json")
+    key = cache_key(details.device, details.model_id, policy.pipeline_depth)
+    workers = cache.get(key)
+    if workers is None:
+        calibration = planned[: args.max_workers * args.segments_per_worker]  # the book's first segments
+        choice = choose_workers(lambda n: pool.measure(n, calibration, details.sample_rate, args.segments_per_worker), args)
+        cache.put(key, choice)
+        workers = choice.workers
+        progress.emit("workers", device=details.device, workers=workers, measured=True,
+                      curve=[[n, None if r is None else round(r, 3)] for n, r in choice.curve], reason=choice.reason)
+    else:
+        progress.emit("workers", device=details.device, workers=workers, measured=False)
+    pool.resize(workers)
 
 
 def _auto_voice(book: Book, options: ConvertOptions, progress: Progress) -> ConvertOptions:

@@ -19,6 +19,20 @@ def tiny_checkpoint(tiny_dir):
     return load_checkpoint(tiny_dir)
 
 
+@pytest.fixture(scope="session")
+def tiny_base_dir(tmp_path_factory):
+    from .random_weights import write_tiny_base_model
+
+    return write_tiny_base_model(tmp_path_factory.mktemp("qwen3tts-tiny-base"), seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_base_stages(tiny_base_dir):
+    from epub2audio.voices.qwen3tts.clone import load_clone_stages
+
+    return load_clone_stages(tiny_base_dir)
+
+
 EOS = 2150
 LOOP_CODE = 1234  # the code the looping folder's Talker prefers
 # eos favoured: random weights then stop after 2-20 frames (seeds 0-7 on "The morning was cold.")

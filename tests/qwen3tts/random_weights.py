@@ -1,4 +1,6 @@
-"""A tiny random-weight Qwen3-TTS-12Hz CustomVoice folder in exactly the official layout.
+"""A tiny random-weight Qwen3-TTS-12Hz CustomVoice folder in exactly the official layout, and a
+Base one (write_tiny_base_model: speaker_encoder.* in model.safetensors, encoder.* beside decoder.*
+in speech_tokenizer/model.safetensors, tts_model_type "base", no speakers or dialects).
 
     config.json generation_config.json model.safetensors (bf16)
     vocab.json merges.txt tokenizer_config.json   (a toy byte-level BPE: a few hundred real merges, the
@@ -156,12 +158,12 @@ def random_state_dicts(seed: int = 0, config: dict | None = None, speech_config:
     return main, speech
 
 
-def write_tokenizer(d: Path) -> None:
+def write_tokenizer(d: Path, corpus: str = _CORPUS, n_merges: int = 150) -> None:
     b2u = _bytes_to_unicode()
     vocab: dict[str, int] = {}
     for b in range(256):
         vocab.setdefault(b2u[b], len(vocab))
-    merges = _train_merges(_CORPUS, 150)
+    merges = _train_merges(corpus, n_merges)
     for a, b in merges:
         vocab.setdefault(a + b, len(vocab))
     # "assistant" as one token: a chain of merges no earlier merge can pre-empt (all its pieces
@@ -173,10 +175,12 @@ def write_tokenizer(d: Path) -> None:
     merges = chain + [m for m in merges if m not in chain]
     for a, b in chain:
         vocab.setdefault(a + b, len(vocab))
-    # the rest of the ordinary ids: strings no merge builds, so never produced, but the added tokens
-    # then get their real ids (151643 on) and the text embedding's real rows
+    # the rest of the ordinary ids: tokens no merge builds, so never produced, but the added tokens
+    # then get their real ids (151643 on) and the text embedding's real rows. Each is an Ethiopic
+    # letter and a number, byte-level encoded: a script no Qwen3-TTS language has, so a compressed
+    # vocabulary (vocab.py) drops them as it drops the real vocabulary's other scripts.
     for i in range(len(vocab), ORDINARY_TOKENS):
-        vocab[f"\u2400{i}"] = i
+        vocab["".join(b2u[b] for b in f"\u1200{i}".encode("utf-8"))] = i
     (d / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     (d / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
     added = {
@@ -208,21 +212,137 @@ def bias_codec(main: dict[str, torch.Tensor], codec_bias: dict[int, float], stea
         main["talker.codec_head.weight"][codec_id, STEADY_DIM] = strength
 
 
-def write_tiny_model(d: Path, seed: int = 0, *, codec_bias: dict[int, float] | None = None, steady: float = 8.0,
-                     max_new_tokens: int | None = None) -> Path:
+def full_config() -> dict:
+    """The 0.6B CustomVoice config.json fields (shared/reference/qwen3tts.md section 2): benchmarks only."""
+    cfg = tiny_config()
+    qwen3 = {"hidden_size": 1024, "intermediate_size": 3072, "num_attention_heads": 16, "num_key_value_heads": 8,
+             "head_dim": 128}  # fmt: skip
+    cfg["talker_config"].update(qwen3, num_hidden_layers=28, text_hidden_size=2048,
+                                rope_scaling={"interleaved": True, "mrope_section": [24, 20, 20], "rope_type": "default"})
+    cfg["talker_config"]["code_predictor_config"].update(qwen3, num_hidden_layers=5, layer_types=["full_attention"] * 5)
+    cfg["speaker_encoder_config"] = {"enc_dim": 1024, "sample_rate": 24000}
+    return cfg
+
+
+def full_speech_config() -> dict:
+    """The 12 Hz tokenizer's decoder_config at full size (shared/reference/qwen3tts.md section 4)."""
+    cfg = tiny_speech_config()
+    cfg["decoder_config"].update(latent_dim=1024, codebook_dim=512, decoder_dim=1536, hidden_size=512,
+                                 intermediate_size=1024, head_dim=64, num_attention_heads=16, num_hidden_layers=8,
+                                 num_key_value_heads=16)  # fmt: skip
+    return cfg
+
+
+def write_model(d: Path, seed: int = 0, config: dict | None = None, speech_config: dict | None = None,
+                corpus: str = _CORPUS, n_merges: int = 150, *, codec_bias: dict[int, float] | None = None,
+                steady: float = 8.0, max_new_tokens: int | None = None) -> Path:
     """codec_bias: {codec id: strength} (bias_codec), e.g. a positive eos strength for a folder that
     stops after a few frames, or one code strongly preferred and eos shunned for one that loops.
     max_new_tokens: generation_config's (T_config, the frame bound of the length cap)."""
     d = Path(d)
+    config, speech_config = config or tiny_config(), speech_config or tiny_speech_config()
     (d / "speech_tokenizer").mkdir(parents=True, exist_ok=True)
-    main, speech = random_state_dicts(seed)
+    main, speech = random_state_dicts(seed, config, speech_config)
     if codec_bias:
         bias_codec(main, codec_bias, steady)
     generation = {**GENERATION_CONFIG, **({"max_new_tokens": max_new_tokens} if max_new_tokens else {})}
-    (d / "config.json").write_text(json.dumps(tiny_config(), indent=2), encoding="utf-8")
+    (d / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
     (d / "generation_config.json").write_text(json.dumps(generation, indent=2), encoding="utf-8")
+    main = {k: v.to(torch.bfloat16) for k, v in main.items()}
+    save_file(main, str(d / "model.safetensors"))
+    del main
+    (d / "speech_tokenizer" / "config.json").write_text(json.dumps(speech_config, indent=2), encoding="utf-8")
+    save_file(speech, str(d / "speech_tokenizer" / "model.safetensors"))
+    write_tokenizer(d, corpus, n_merges)
+    return d
+
+
+# ---------------------------------------------------------------------------------------------
+# the Base folder (cloning): the same Talker, Code Predictor and decoder tensors as the CustomVoice
+# folder of the same seed, then the speaker encoder's and the speech encoder's
+
+
+def tiny_base_config() -> dict:
+    c = tiny_config()
+    c["tts_model_type"] = "base"
+    t = c["talker_config"]
+    t["spk_id"], t["spk_is_dialect"] = {}, {}
+    t["codec_language_id"] = {k: v for k, v in LANGUAGES.items() if "dialect" not in k}
+    # real 128 mels in, the Talker's width out; every other channel count small
+    c["speaker_encoder_config"] = {
+        "mel_dim": 128, "enc_dim": t["hidden_size"], "enc_channels": [16, 16, 16, 16, 48],
+        "enc_kernel_sizes": [5, 3, 3, 3, 1], "enc_dilations": [1, 2, 3, 4, 1], "enc_attention_channels": 8,
+        "enc_res2net_scale": 8, "enc_se_channels": 8, "sample_rate": 24000,
+    }  # fmt: skip
+    return c
+
+
+def tiny_base_speech_config() -> dict:
+    c = tiny_speech_config()
+    # a MimiConfig with the real rates (960x SEANet, 2x downsample, 12.5 Hz), 32 codebooks of 2048,
+    # 2 transformer layers; widths small
+    c["encoder_config"] = {
+        "_frame_rate": 12.5, "attention_bias": False, "attention_dropout": 0.0, "audio_channels": 1,
+        "codebook_dim": 8, "codebook_size": 2048, "compress": 2, "dilation_growth_rate": 2, "head_dim": 8,
+        "hidden_act": "gelu", "hidden_size": 16, "intermediate_size": 32, "kernel_size": 7,
+        "last_kernel_size": 3, "layer_scale_initial_scale": 0.01, "max_position_embeddings": 8000,
+        "norm_eps": 1e-5, "num_attention_heads": 2, "num_filters": 4, "num_hidden_layers": 2,
+        "num_key_value_heads": 2, "num_quantizers": 32, "num_residual_layers": 1, "num_semantic_quantizers": 1,
+        "pad_mode": "constant", "residual_kernel_size": 3, "rope_theta": 10000.0, "sampling_rate": 24000,
+        "sliding_window": 250, "trim_right_ratio": 1.0, "upsample_groups": 16, "upsampling_ratios": [8, 6, 5, 4],
+        "use_cache": False, "use_causal_conv": True, "use_conv_shortcut": False, "use_streaming": False,
+        "vector_quantization_hidden_dimension": 8,
+    }  # fmt: skip
+    return c
+
+
+def random_base_state_dicts(seed: int = 0):
+    from epub2audio.voices.qwen3tts.speaker_encoder import SpeakerEncoder, SpeakerEncoderArgs
+    from epub2audio.voices.qwen3tts.tokenizer_encoder import Encoder, EncoderArgs
+
+    config, speech_config = tiny_base_config(), tiny_base_speech_config()
+    talker, cp, dec = all_args(config, speech_config)
+    gen = torch.Generator().manual_seed(seed)
+    main = {"talker." + k: v for k, v in _fill(expected_shapes(Talker, talker), gen).items()}
+    main.update({"talker.code_predictor." + k: v for k, v in _fill(expected_shapes(CodePredictor, cp), gen).items()})
+    speech = {"decoder." + k: v for k, v in _fill(expected_shapes(Decoder, dec), gen).items()}
+    spk_args = SpeakerEncoderArgs.from_config(config["speaker_encoder_config"])
+    main.update({"speaker_encoder." + k: v for k, v in _fill(expected_shapes(SpeakerEncoder, spk_args), gen).items()})
+    enc_args = EncoderArgs.from_config(speech_config["encoder_config"], speech_config["encoder_valid_num_quantizers"])
+    enc = _fill(expected_shapes(Encoder, enc_args), gen)
+    for k in enc:
+        if k.endswith(".initialized"):
+            enc[k] = torch.ones(1)  # Mimi's "k-means done" flag, 1 in a trained file
+    speech.update({"encoder." + k: v for k, v in enc.items()})
+    return main, speech
+
+
+def write_tiny_base_model(d: Path, seed: int = 0) -> Path:
+    d = Path(d)
+    (d / "speech_tokenizer").mkdir(parents=True, exist_ok=True)
+    main, speech = random_base_state_dicts(seed)
+    (d / "config.json").write_text(json.dumps(tiny_base_config(), indent=2), encoding="utf-8")
+    (d / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2), encoding="utf-8")
     save_file({k: v.to(torch.bfloat16) for k, v in main.items()}, str(d / "model.safetensors"))
-    (d / "speech_tokenizer" / "config.json").write_text(json.dumps(tiny_speech_config(), indent=2), encoding="utf-8")
+    (d / "speech_tokenizer" / "config.json").write_text(json.dumps(tiny_base_speech_config(), indent=2), encoding="utf-8")
     save_file(speech, str(d / "speech_tokenizer" / "model.safetensors"))
     write_tokenizer(d)
     return d
+
+
+def write_tiny_model(d: Path, seed: int = 0, corpus: str = _CORPUS, n_merges: int = 150, **bias) -> Path:
+    """bias: write_model's codec_bias, steady, max_new_tokens."""
+    return write_model(d, seed, corpus=corpus, n_merges=n_merges, **bias)
+
+
+def reference_audio(seconds: float = 2.0, seed: int = 1, rate: int = 24000):
+    """A speech-like test clip: a gliding harmonic tone under a syllable-rate envelope plus a little
+    noise, on the 16-bit grid (what a PCM WAV holds; float32, peak about 0.2), deterministic."""
+    g = torch.Generator().manual_seed(seed)
+    t = torch.arange(int(seconds * rate), dtype=torch.float64) / rate
+    f0 = 120 + 30 * torch.sin(2 * math.pi * 0.7 * t)
+    phase = 2 * math.pi * torch.cumsum(f0, 0) / rate
+    voice = sum(torch.sin(k * phase) / k for k in range(1, 6))
+    envelope = 0.5 * (1 + torch.sin(2 * math.pi * 4 * t)) ** 2 / 4
+    x = 0.4 * envelope * voice / 2 + 0.01 * torch.randn(t.shape[0], generator=g, dtype=torch.float64)
+    return (torch.round(x * 32767) / 32767).float().numpy()

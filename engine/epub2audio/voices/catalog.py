@@ -517,11 +517,33 @@ def add_profile(name: str, wav: Path, text: str | None, model_dir: Path, max_sec
     return _run_child("epub2audio.voices.cosyvoice3.make_profile", request, "making the voice profile")
 
 
+def model_family(model_dir: Path) -> str:
+    """"qwen3tts" for a folder whose config.json says model_type qwen3_tts, else "cosyvoice3"
+    (whose own loader then says what is wrong with the folder). Reads JSON only."""
+    try:
+        config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return "cosyvoice3"
+    return "qwen3tts" if isinstance(config, dict) and config.get("model_type") == "qwen3_tts" else "cosyvoice3"
+
+
 def compress_model(model_dir: Path, out: Path, *, llm: str, flow: str, hift: str, vocab: list[str],
-                   prompt_parts: str, tables: str | None = None) -> dict:
-    """Write a compact copy of a CosyVoice3 model folder (voices/cosyvoice3/compress.py)."""
+                   prompt_parts: str, tables: str | None = None, decoder: str | None = None) -> dict:
+    """Write a compact copy of a CosyVoice3 (voices/cosyvoice3/compress.py) or Qwen3-TTS model
+    folder (voices/qwen3tts/compress.py), the family read from the folder; the options of the
+    other family are refused."""
     if not Path(model_dir).is_dir():
         raise InputError(f"{model_dir}: no such model folder")
+    if model_family(model_dir) == "qwen3tts":
+        other = [n for n, v in (("--tables", tables), ("--flow", flow if flow != "fp32" else None),
+                                ("--hift", hift if hift != "fp32" else None)) if v is not None]  # fmt: skip
+        if other:
+            raise InputError(f"{other[0]} is for CosyVoice3 folders; {model_dir} is a Qwen3-TTS folder (see --decoder)")
+        request = {"model_dir": str(Path(model_dir).resolve()), "out": str(Path(out).absolute()), "llm": llm,
+                   "decoder": decoder or "fp32", "vocab": vocab, "prompt_parts": prompt_parts}
+        return _run_child("epub2audio.voices.qwen3tts.compress", request, "compressing the model")
+    if decoder is not None:
+        raise InputError(f"--decoder is for Qwen3-TTS folders; {model_dir} is not one (see --flow and --hift)")
     request = {"model_dir": str(Path(model_dir).resolve()), "out": str(Path(out).absolute()), "llm": llm, "tables": tables, "flow": flow,
                "hift": hift, "vocab": vocab, "prompt_parts": prompt_parts}
     return _run_child("epub2audio.voices.cosyvoice3.compress", request, "compressing the model")

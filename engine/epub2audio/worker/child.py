@@ -20,7 +20,7 @@ import time
 from ..voices.base import LengthCapReached
 from . import protocol
 from .faults import Faults
-from .memory import PeakSampler, accelerator_bytes, anonymous_bytes, peak_rss_bytes, private_bytes
+from .memory import PeakSampler, accelerator_bytes, accelerator_name, anonymous_bytes, peak_rss_bytes, private_bytes
 from .pipeline import Prefetcher, set_torch_threads, two_stage
 
 
@@ -74,7 +74,8 @@ def main() -> int:
             "peak_rss_bytes": peak_rss_bytes(),
         },
         "memory": memory,
-        "device_memory": accelerator_bytes(),
+        "device_memory": accelerator_bytes(),  # this process's own: each worker on a GPU counts its own
+        "device": faults.device_name or accelerator_name(),  # "" on the CPU
     })
 
     depth = int(config.get("pipeline", 1))
@@ -112,7 +113,7 @@ def _answer(out, request: dict, faults: Faults, synthesize) -> None:
         return
     faults.after()
     protocol.send(out, {"type": "audio", "id": request["id"], "seconds": time.perf_counter() - started,
-                        "memory": private_bytes(), "device_memory": accelerator_bytes()}, pcm)
+                        "memory": private_bytes(), "device_memory": accelerator_bytes() + faults.device_bytes()}, pcm)
 
 
 def _serve_pipelined(voice, stdin, out, faults: Faults, threads: int) -> int:

@@ -13,6 +13,10 @@ waits until the test deletes that file. Deleting DIR opens the gate for good.
 `cap_over=N` plays a voice with a length cap: a request whose text is longer than N characters
 raises LengthCapReached, as CosyVoice3 does when its speech would be cut (every time: it is the
 text that is too long, not bad luck).
+
+`device_leak_mb=N` plays a worker whose GPU memory grows: it reports N MB more accelerator memory
+after each of its requests, through the protocol, as a CUDA worker's growing cache would.
+`device_name=NAME` plays a worker on a GPU called NAME (what `--workers auto` measures per).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ class Faults:
     hold_on: str = ""  # wait at the gate on such a request
     gate: str = ""
     cap_over: int = 0  # LengthCapReached for a text longer than this many characters; 0 = never
+    device_leak_mb: int = 0  # report this many MB more accelerator memory after every request
+    device_name: str = ""  # report this GPU name (a CPU voice then looks like a GPU one)
     _requests: int = 0
     _leak: list = field(default_factory=list)
 
@@ -43,7 +49,7 @@ class Faults:
         faults = cls()
         for item in filter(None, spec.split(",")):
             key, _, value = item.partition("=")
-            if key in ("leak_mb", "cap_over"):
+            if key in ("leak_mb", "cap_over", "device_leak_mb"):
                 setattr(faults, key, int(value))
             elif key == "fail_first":
                 faults.fail_first = value not in ("", "0")
@@ -75,6 +81,10 @@ class Faults:
             _wait_at_gate(Path(self.gate), text)
         if raise_later or (self.fail_on and self.fail_on in text and self._armed()):
             raise RuntimeError("injected failure")
+
+    def device_bytes(self) -> int:
+        """The accelerator memory this fault adds to the worker's report so far."""
+        return self.device_leak_mb * 1024 * 1024 * self._requests
 
     def after(self) -> None:
         if self.leak_mb:

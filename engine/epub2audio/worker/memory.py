@@ -98,6 +98,24 @@ def accelerator_bytes() -> int:
     return _torch_accelerator_bytes(sys.modules.get("torch"))
 
 
+def accelerator_name() -> str:
+    """The CUDA device this process computes on, by name ("NVIDIA H200"), or "" when it uses none:
+    what `--workers auto` measures per (autoscale.py). Apple's MPS counts as no GPU here: its memory
+    is the host's, so it keeps the CPU's worker count."""
+    return _torch_accelerator_name(sys.modules.get("torch"))
+
+
+def _torch_accelerator_name(torch) -> str:
+    if torch is None:
+        return ""
+    try:
+        if torch.cuda.is_initialized():
+            return str(torch.cuda.get_device_name(torch.cuda.current_device()))
+    except (AttributeError, RuntimeError):
+        pass
+    return ""
+
+
 def _torch_accelerator_bytes(torch) -> int:
     if torch is None:
         return 0

@@ -54,6 +54,9 @@ class VoiceDetails:
     # the worker's own meter of its load (child.py): seconds, private_bytes and anonymous_bytes
     # after it, peak_private_bytes (sampled) and peak_rss_bytes during it; not part of identity
     load: dict = field(default_factory=dict, compare=False)
+    # the CUDA device the worker computes on ("NVIDIA H200"), "" on the CPU: where `--workers auto`
+    # measures (autoscale.py); the model id already records the device kind
+    device: str = field(default="", compare=False)
 
 
 class WorkerDied(Exception):
@@ -86,6 +89,44 @@ class Stopped(Exception):
     """The supervisor was told to stop (Ctrl-C, or the job is ending)."""
 
 
+class _Spawner:
+    """Starts worker processes from one thread that lives as long as this process.
+
+    A worker dies with its parent (child.py, PR_SET_PDEATHSIG), and Linux takes "parent" to be the
+    *thread* that started it: a worker started from a pool's render thread was killed as soon as
+    that thread ended, so every slot but the first reloaded its voice on each render call (each
+    book of a library: measured, one death per slot per call). Popen itself returns at once (the
+    child loads its voice on its own), so workers still start in parallel."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def popen(self, *args, **kwargs) -> subprocess.Popen:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="worker-spawner", daemon=True)
+                self._thread.start()
+        done: queue.Queue = queue.Queue(maxsize=1)
+        self._jobs.put((args, kwargs, done))
+        ok, value = done.get()
+        if not ok:
+            raise value
+        return value
+
+    def _run(self) -> None:
+        while True:
+            args, kwargs, done = self._jobs.get()
+            try:
+                done.put((True, subprocess.Popen(*args, **kwargs)))
+            except BaseException as error:  # handed to the caller, which raises it
+                done.put((False, error))
+
+
+_spawner = _Spawner()
+
+
 class Worker:
     """One child process and the thread that reads its answers."""
 
@@ -93,7 +134,7 @@ class Worker:
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
         self._log = open(log_path, "ab") if log_path else subprocess.DEVNULL
-        self.process = subprocess.Popen(
+        self.process = _spawner.popen(  # from a long-lived thread: see _Spawner
             [sys.executable, "-m", "epub2audio.worker.child", json.dumps(config)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -107,7 +148,7 @@ class Worker:
             self.kill()
             raise VoiceLoadFailed(header["message"])
         self.pid = header["pid"]
-        self.details = VoiceDetails(**header["info"], load=header.get("load", {}))
+        self.details = VoiceDetails(**header["info"], load=header.get("load", {}), device=header.get("device", ""))
         self.memory = header.get("memory", 0)
         self.device_memory = header.get("device_memory", 0)  # CUDA reserved / MPS driver-allocated bytes
         self.requests = 0

@@ -14,6 +14,11 @@ DecoderArgs) reads its block, as mlx-lm does, and refuses what the port does not
 tensors are checked key by key and shape by shape against our modules built on the meta device, so
 a wrong folder (another model, a truncated file, a 1.7B config over 0.6B weights) is refused in one
 line (InputError) before anything runs. safetensors files are memory-mapped.
+
+A folder holding compressed.json is one `epub2audio model compress` wrote (compress.py has its
+layout); it loads into the same Checkpoint: 4- and 8-bit tensors are dequantised to fp32 here, an
+fp16 decoder is widened to fp32 when built, and a pruned or int8 text table stays compact as a
+ready module (`talker_modules`) that the Talker is built with.
 """
 
 from __future__ import annotations
@@ -40,6 +45,20 @@ MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors")
 TEXT_TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer_config.json")
 SPEECH_TOKENIZER_FILES = ("config.json", "model.safetensors")
 MODEL_KINDS = ("base", "custom_voice")
+
+# A compressed folder (compress.py writes it): the manifest, and the stored tensors under their
+# official names, in safetensors files of their own (never model.safetensors, which upstream reads)
+MANIFEST = "compressed.json"
+COMPRESSED_FORMAT = "epub2audio-qwen3tts-compressed"
+COMPRESSED_VERSION = 1
+TALKER_FILE = "talker.safetensors"  # talker.* (Talker and Code Predictor) in stored form
+DECODER_FILE = f"{SPEECH_TOKENIZER}/decoder.safetensors"  # decoder.* at fp32 or fp16
+ENCODER_FILE = f"{SPEECH_TOKENIZER}/encoder.safetensors"  # encoder.* as in the source (kept parts only)
+SPEAKER_ENCODER_FILE = "speaker_encoder.safetensors"  # Base's speaker_encoder.* (kept parts only)
+TEXT_TABLE = "model.text_embedding"  # under talker.
+TEXT_KEY = "talker." + TEXT_TABLE + ".weight"
+ROW_MAP_KEY = "talker." + TEXT_TABLE + ".row_of_id"  # int32 [text vocab]: kept row of each id, -1 = dropped
+SCALE = ".scale"  # suffix of a quantised tensor's scales (int8 rows: [rows] fp32; int4 groups: [out, in/32] fp16)
 
 # upstream's defaults (Qwen3TTSConfig), used where config.json leaves a special text id out
 TEXT_SPECIAL_IDS = {
@@ -178,10 +197,35 @@ class Checkpoint:
     state_dict: dict[str, torch.Tensor] = field(repr=False)  # model.safetensors, talker.* only
     decoder_state_dict: dict[str, torch.Tensor] = field(repr=False)  # speech_tokenizer decoder.*, prefix stripped
     sample_rate: int = SAMPLE_RATE
+    # a compressed folder (compress.py): its manifest, and the Talker's compact/int8 text table as a
+    # ready module (name under `talker.`) whose tensors state_dict then lacks
+    compressed: dict[str, Any] | None = None
+    talker_modules: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def speakers(self) -> dict[str, int]:
         return dict(self.talker_args.spk_id)
+
+    @property
+    def row_of_id(self) -> torch.Tensor | None:
+        """A pruned folder's token map (text id -> row, -1 = dropped; vocab.py), else None."""
+        table = self.talker_modules.get(TEXT_TABLE)
+        return getattr(table, "row_of_id", None)
+
+    def build_talker(self):
+        from .talker import Talker
+
+        return Talker.from_state_dict(self.talker_args, self.state_dict, modules=self.talker_modules)
+
+    def build_code_predictor(self):
+        from .code_predictor import CodePredictor
+
+        return CodePredictor.from_state_dict(self.code_predictor_args, self.state_dict)
+
+    def build_decoder(self):
+        from .decoder import Decoder
+
+        return Decoder.from_state_dict(self.decoder_args, self.decoder_state_dict)
 
 
 def read_args(config: Mapping[str, Any], speech_config: Mapping[str, Any]):
@@ -221,13 +265,9 @@ def read_args(config: Mapping[str, Any], speech_config: Mapping[str, Any]):
     return talker, cp, dec
 
 
-def load_checkpoint(model_dir: str | os.PathLike) -> Checkpoint:
-    """Read and check an official Qwen3-TTS-12Hz folder. Raises InputError (one line)."""
-    from .code_predictor import CodePredictor
-    from .decoder import Decoder
-    from .talker import PREFIX, Talker
-
-    paths = check_layout(model_dir)
+def read_configs(paths: CheckpointPaths):
+    """config.json, speech_tokenizer/config.json and generation_config.json, checked (InputError):
+    (config, speech_config, model kind, TalkerArgs, CodePredictorArgs, DecoderArgs, GenerationArgs, text ids)."""
     config = _read_json(paths.config, "config.json")
     if config.get("model_type") != MODEL_TYPE:
         raise InputError(f"config.json says model_type {config.get('model_type')!r}, not {MODEL_TYPE!r}: not a Qwen3-TTS model")
@@ -251,7 +291,20 @@ def load_checkpoint(model_dir: str | os.PathLike) -> Checkpoint:
     bad = [k for k, v in text_ids.items() if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < talker_args.text_vocab_size]
     if bad:
         raise InputError(f"config.json {bad[0]} {text_ids[bad[0]]!r} is not a text id below {talker_args.text_vocab_size}")
+    return config, speech_config, kind, talker_args, cp_args, dec_args, generation, text_ids
 
+
+def load_checkpoint(model_dir: str | os.PathLike) -> Checkpoint:
+    """Read and check an official Qwen3-TTS-12Hz folder. Raises InputError (one line)."""
+    from .code_predictor import CodePredictor
+    from .decoder import Decoder
+    from .talker import PREFIX, Talker
+
+    d = Path(model_dir).expanduser()
+    if (d / MANIFEST).is_file():
+        return load_compressed(d)
+    paths = check_layout(model_dir)
+    config, speech_config, kind, talker_args, cp_args, dec_args, generation, text_ids = read_configs(paths)
     sd = _read_safetensors(paths.weights, "model.safetensors")
     talker_sd = {k: v for k, v in sd.items() if k.startswith(PREFIX)}
     others = sorted({k.split(".", 1)[0] for k in sd if not k.startswith(PREFIX)})
@@ -272,4 +325,86 @@ def load_checkpoint(model_dir: str | os.PathLike) -> Checkpoint:
         paths=paths, config=config, speech_config=speech_config, talker_args=talker_args,
         code_predictor_args=cp_args, decoder_args=dec_args, generation=generation, text_ids=text_ids,
         model_kind=kind, state_dict=talker_sd, decoder_state_dict=dec_sd,
+    )  # fmt: skip
+
+
+def read_manifest(model_dir: Path) -> dict[str, Any]:
+    manifest = _read_json(model_dir / MANIFEST, MANIFEST)
+    if manifest.get("format") != COMPRESSED_FORMAT:
+        raise InputError(f"{model_dir / MANIFEST} is not an epub2audio Qwen3-TTS compressed-model manifest")
+    if manifest.get("version") != COMPRESSED_VERSION:
+        raise InputError(f"{model_dir} was compressed by another epub2audio (format {manifest.get('version')}); compress it again")
+    return manifest
+
+
+def dequantized(stored: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Stored tensors with their `.scale` companions folded back: int4 groups (uint8) and int8 rows
+    to fp32; float tensors as stored (the stage builders cast them)."""
+    from ..stored import dequantize_int4_groups, dequantize_int8_rows
+
+    out = {}
+    for key, value in stored.items():
+        if key.endswith(SCALE):
+            continue
+        scale = stored.get(key + SCALE)
+        if scale is None:
+            out[key] = value
+        elif value.dtype == torch.uint8:
+            out[key] = dequantize_int4_groups(value, scale)
+        else:
+            out[key] = dequantize_int8_rows(value, scale)
+    return out
+
+
+def _text_table(stored: dict[str, torch.Tensor], args) -> Any:
+    """The stored text embedding as a module (None: a plain full table, left in `stored`)."""
+    from ..cosyvoice3.vocab import CompactEmbedding
+    from ..stored import Int8RowEmbedding
+
+    row_of_id, scale = stored.pop(ROW_MAP_KEY, None), stored.pop(TEXT_KEY + SCALE, None)
+    if row_of_id is None and scale is None:
+        return None
+    weight = stored.pop(TEXT_KEY)
+    rows = args.text_vocab_size if row_of_id is None else int((row_of_id >= 0).sum())
+    if row_of_id is not None and (tuple(row_of_id.shape) != (args.text_vocab_size,) or row_of_id.dtype != torch.int32):
+        raise InputError(f"{TALKER_FILE}: the token map does not cover the {args.text_vocab_size} text ids of config.json")
+    if tuple(weight.shape) != (rows, args.text_hidden_size):
+        raise InputError(f"{TALKER_FILE}: the text table is {list(weight.shape)}, its token map implies {[rows, args.text_hidden_size]}")
+    table = weight.float() if scale is None else Int8RowEmbedding(weight, scale)
+    return table if row_of_id is None else CompactEmbedding(table, row_of_id)
+
+
+def load_compressed(model_dir: Path) -> Checkpoint:
+    """A folder `epub2audio model compress` wrote, checked as strictly as an official one."""
+    from ..stored import load_safetensors
+    from .code_predictor import CodePredictor
+    from .decoder import Decoder
+    from .talker import PREFIX, Talker
+
+    manifest = read_manifest(model_dir)
+    paths = CheckpointPaths(model_dir)
+    names = [*MODEL_FILES[:2], *TEXT_TOKENIZER_FILES, TALKER_FILE, f"{SPEECH_TOKENIZER}/config.json", DECODER_FILE]
+    missing = [n for n in names if not (model_dir / n).is_file()]
+    if missing:
+        raise InputError(f"{model_dir} is not a complete compressed Qwen3-TTS folder; missing: {', '.join(missing)}")
+    config, speech_config, kind, talker_args, cp_args, dec_args, generation, text_ids = read_configs(paths)
+    stored, _ = load_safetensors(model_dir / TALKER_FILE)
+    table = _text_table(stored, talker_args)
+    sd = dequantized(stored)
+    expected = {PREFIX + k: s for k, s in expected_shapes(Talker, talker_args).items()}
+    expected.update({PREFIX + "code_predictor." + k: s for k, s in expected_shapes(CodePredictor, cp_args).items()})
+    modules = {}
+    if table is not None:
+        expected.pop(TEXT_KEY)
+        modules[TEXT_TABLE] = table
+    compare(TALKER_FILE, sd, expected, "talker with the dimensions of config.json")
+    dec_stored, _ = load_safetensors(model_dir / DECODER_FILE)
+    dec_sd = {k[len("decoder."):]: v for k, v in dec_stored.items() if k.startswith("decoder.")}
+    if len(dec_sd) != len(dec_stored):
+        raise InputError(f"{DECODER_FILE} holds tensors other than decoder.*")
+    compare(DECODER_FILE, dec_sd, expected_shapes(Decoder, dec_args), "speech-tokenizer decoder")
+    return Checkpoint(
+        paths=paths, config=config, speech_config=speech_config, talker_args=talker_args,
+        code_predictor_args=cp_args, decoder_args=dec_args, generation=generation, text_ids=text_ids,
+        model_kind=kind, state_dict=sd, decoder_state_dict=dec_sd, compressed=manifest, talker_modules=modules,
     )  # fmt: skip

@@ -12,6 +12,12 @@ vector (then tts_eos, then tts_pad for ever). A frame is: one Talker draw (codeb
 Predictor's 15 draws, all from the same generator in that order, as upstream's draws interleave.
 Upstream stops at eos (not emitted) or after max_new_tokens draws; a capped run keeps the frames
 whose 15 codes were drawn. The length bound here is T_max = min(T_config, max(75, 6 * text tokens)).
+The stages may be torch's (talker.py, code_predictor.py) or MLX's (talker_mlx.py, code_predictor_mlx.py):
+both hand this loop CPU fp32 torch logits and embeddings, so the draws and the sums are the same code.
+
+The Base model (build_clone_prompt / generate_clone) puts a reference voice in the same loop: its
+x-vector takes the speaker's codec slot and, in ICL mode, the reference text and codes are laid into
+the prompt before the new text (see build_clone_prompt).
 """
 
 from __future__ import annotations
@@ -75,9 +81,16 @@ def build_prompt(talker: Talker, ids: Sequence[int], text_ids: dict, *, speaker:
 @torch.inference_mode()
 def generate(talker: Talker, cp: CodePredictor, ids: Sequence[int], text_ids: dict, gen_args, generator: torch.Generator,
              *, speaker: str | None, language: str = "auto", max_frames: int | None = None) -> Result:  # fmt: skip
-    a = talker.args
     prompt, trailing, pad = build_prompt(talker, ids, text_ids, speaker=speaker, language=language)
     cap = max_frames if max_frames is not None else frame_cap(len(ids) - 8, gen_args.max_new_tokens)
+    return run_frames(talker, cp, prompt, trailing, pad, gen_args, generator, cap)
+
+
+@torch.inference_mode()
+def run_frames(talker: Talker, cp: CodePredictor, prompt: torch.Tensor, trailing: torch.Tensor, pad: torch.Tensor,
+               gen_args, generator: torch.Generator, cap: int) -> Result:  # fmt: skip
+    """The frame loop over a built prompt (either layout): at most `cap` Talker draws."""
+    a = talker.args
     step = talker.start_decoding(prompt)
     logits, hidden = step(None)
     emitted: list[int] = []
@@ -97,10 +110,88 @@ def generate(talker: Talker, cp: CodePredictor, ids: Sequence[int], text_ids: di
         emitted.append(code0)
         if k == cap - 1:
             break  # upstream stops after its last draw: this code never gets its 15 companions
-        first = talker.model.codec_embedding.weight[code0]
+        first = talker.codec_row(code0)
         rest = cp.predict(hidden, first, sub_pick)
         frames.append([code0, *rest])
         x = first + sum(cp.embed_code(g, c) for g, c in enumerate(rest, 1))
         x = x + (trailing[0, k] if k < trailing.shape[1] else pad[0, 0])
         logits, hidden = step(x)
     return Result(frames, capped=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The Base model's clone prompt (upstream's generate with a voice_clone_prompt, streaming text)
+
+
+def build_clone_prompt(talker: Talker, cp: CodePredictor, ids: Sequence[int], text_ids: dict, *,
+                       speaker_embedding, ref_text_ids: Sequence[int] | None = None, ref_codes=None,
+                       language: str = "auto"):  # fmt: skip
+    """(prompt [1, L, H], trailing text vectors [1, n, H], tts_pad [1, 1, H]) for a reference voice.
+
+    The head is CustomVoice's with the x-vector in the speaker slot:
+
+        role (3)
+        tts_pad x (n-2), tts_bos   each added to codec [think|nothink, think_bos, (language), think_eos,
+                                   x-vector, pad]
+
+    x-vector only (no ref_codes): then the first text token + codec bos, the rest of the text
+    streamed after it, as CustomVoice. ICL (ref_codes [T][16] and ref_text_ids, the ids of
+    `<|im_start|>assistant\n{ref text}<|im_end|>\n`): the codec bos is not placed; instead the text
+    vectors of ref text [3:-2] + target text [3:-5] + tts_eos are laid over [codec bos, the T
+    reference frames' summed 16 code embeddings] position by position. Text longer than those T+1
+    slots streams on after the prompt; shorter text is padded with tts_pad and tts_pad streams on.
+    """
+    a = talker.args
+    lang = language.lower()
+    if lang == "auto":
+        language_id = None
+    elif lang in a.codec_language_id and "dialect" not in lang:
+        language_id = a.codec_language_id[lang]
+    else:
+        langs = sorted(k for k in a.codec_language_id if "dialect" not in k)
+        raise ValueError(f"language {language!r} is not one of auto, {', '.join(langs)}")
+    if len(ids) < 9:
+        raise ValueError("the assistant-formatted text must hold a role (3 ids), text and the 5-id suffix")
+    weight = talker.codec_head.weight
+    spk = torch.as_tensor(speaker_embedding).to(weight.device, weight.dtype).view(1, 1, -1)
+    if spk.shape[-1] != a.hidden_size:
+        raise ValueError(f"the speaker embedding has {spk.shape[-1]} values; this Talker reads {a.hidden_size}")
+    bos, eos, pad = talker.embed_text([text_ids["tts_bos_token_id"], text_ids["tts_eos_token_id"],
+                                       text_ids["tts_pad_token_id"]]).split(1, dim=1)  # fmt: skip
+    head = [a.codec_nothink_id, a.codec_think_bos_id, a.codec_think_eos_id] if language_id is None else [
+        a.codec_think_id, a.codec_think_bos_id, language_id, a.codec_think_eos_id]  # fmt: skip
+    codec_emb = torch.cat([talker.embed_codec(head), spk, talker.embed_codec([a.codec_pad_id, a.codec_bos_id])], dim=1)
+    role = talker.embed_text(ids[:3])
+    mid = torch.cat([pad.expand(-1, codec_emb.shape[1] - 2, -1), bos], dim=1) + codec_emb[:, :-1]
+    if ref_codes is None:
+        first = talker.embed_text(ids[3:4]) + codec_emb[:, -1:]
+        trailing = torch.cat([talker.embed_text(ids[4:-5]), eos], dim=1)
+        return torch.cat([role, mid, first], dim=1), trailing, pad
+    if ref_text_ids is None or len(ref_text_ids) < 6:
+        raise ValueError("ICL needs the reference text's ids (role, text, <|im_end|>\\n)")
+    codes = torch.as_tensor(ref_codes, dtype=torch.long, device=weight.device)
+    if codes.dim() != 2 or codes.shape[1] != a.num_code_groups or not codes.shape[0]:
+        raise ValueError(f"reference codes must be [T, {a.num_code_groups}] with T > 0, got {list(codes.shape)}")
+    text = torch.cat([talker.embed_text(list(ref_text_ids[3:-2]) + list(ids[3:-5])), eos], dim=1)
+    per_group = [talker.model.codec_embedding(codes[:, :1])]
+    per_group += [cp.model.codec_embedding[g - 1](codes[:, g : g + 1]) for g in range(1, a.num_code_groups)]
+    frames = torch.cat(per_group, dim=1).sum(1).unsqueeze(0)  # [1, T, H], summed as upstream sums
+    codec = torch.cat([talker.embed_codec([a.codec_bos_id]), frames], dim=1)
+    n_text, n_codec = text.shape[1], codec.shape[1]
+    if n_text > n_codec:
+        icl, trailing = text[:, :n_codec] + codec, text[:, n_codec:]
+    else:
+        icl, trailing = torch.cat([text] + [pad] * (n_codec - n_text), dim=1) + codec, pad
+    return torch.cat([role, mid, icl], dim=1), trailing, pad
+
+
+@torch.inference_mode()
+def generate_clone(talker: Talker, cp: CodePredictor, ids: Sequence[int], text_ids: dict, gen_args,
+                   generator: torch.Generator, prompt, *, language: str = "auto",
+                   max_frames: int | None = None) -> Result:  # fmt: skip
+    """Base-model generation in a reference voice. `prompt` is a clone.ClonePrompt (or anything
+    with its speaker_embedding, ref_codes and ref_text_ids); the frames are the new speech only."""
+    built = build_clone_prompt(talker, cp, ids, text_ids, speaker_embedding=prompt.speaker_embedding,
+                               ref_text_ids=prompt.ref_text_ids, ref_codes=prompt.ref_codes, language=language)  # fmt: skip
+    cap = max_frames if max_frames is not None else frame_cap(len(ids) - 8, gen_args.max_new_tokens)
+    return run_frames(talker, cp, *built, gen_args, generator, cap)

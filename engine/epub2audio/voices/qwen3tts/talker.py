@@ -286,10 +286,12 @@ class Talker(nn.Module):
         }  # fmt: skip
 
     @classmethod
-    def from_state_dict(cls, args: TalkerArgs, state_dict: Mapping[str, torch.Tensor], dtype=torch.float32) -> Talker:
+    def from_state_dict(cls, args: TalkerArgs, state_dict: Mapping[str, torch.Tensor], dtype=torch.float32,
+                        modules: Mapping[str, nn.Module] | None = None) -> Talker:
+        """`modules`: ready submodules by name under `talker.` (Checkpoint.talker_modules)."""
         from .shells import build
 
-        return build(cls, args, cls.own_keys(state_dict), dtype)
+        return build(cls, args, cls.own_keys(state_dict), dtype, modules)
 
     def embed_text(self, text_ids) -> torch.Tensor:
         """Text ids -> projected text vectors [1, n, H]."""
@@ -302,6 +304,10 @@ class Talker(nn.Module):
     def embed_codec(self, codec_ids) -> torch.Tensor:
         ids = torch.as_tensor(codec_ids, dtype=torch.long, device=self.codec_head.weight.device).view(1, -1)
         return self.model.codec_embedding(ids)
+
+    def codec_row(self, code: int) -> torch.Tensor:
+        """The codec embedding of one code [H]: codebook 1's part of the next step's input."""
+        return self.model.codec_embedding.weight[code]
 
     def forward(self, inputs_embeds: torch.Tensor) -> torch.Tensor:
         """Codec logits at every position, [1, L, H] -> [1, L, vocab] fp32 (full recompute: tests)."""
