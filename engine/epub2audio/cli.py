@@ -33,8 +33,8 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("--list-chapters", action="store_true", help="show the chapters and what is skipped, then stop")
     p.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1-3,7 (numbers from --list-chapters)")
     p.add_argument("--voice", help="auto (default: an installed voice that speaks the book's language; joe for "
-                                   "English), joe, kokoro:NAME, piper:NAME, cosyvoice3:NAME or tone "
-                                   "(see `epub2audio voice list`)")
+                                   "English), joe, kokoro:NAME, piper:NAME, cosyvoice3:NAME, qwen3:SPEAKER "
+                                   "(or qwen3:FOLDER:SPEAKER) or tone (see `epub2audio voice list`)")
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     p.add_argument("--llm-backend", choices=("auto", "torch", "mlx", "onnx"),
                    help="CosyVoice3 LLM stage: auto = the fastest measured: MLX on Apple Silicon, ONNX Runtime elsewhere; torch = the faithful reference")
@@ -163,10 +163,14 @@ def voice_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="epub2audio voice", description="Manage voices.")
     sub = p.add_subparsers(dest="action", required=True)
     add = sub.add_parser("add", help="make a CosyVoice3 voice from a short recording (3–30 s), a Kokoro "
-                                     "voice from your own Kokoro files (--kokoro), or use a Piper model (--piper)")
+                                     "voice from your own Kokoro files (--kokoro), or use a Piper model (--piper) or a "
+                                     "Qwen3-TTS folder's speakers (--qwen3)")
     add.add_argument("name")
     add.add_argument("--piper", type=Path, metavar="FILE.onnx",
                      help="Piper: a voice model, with its FILE.onnx.json beside it (any language espeak-ng speaks)")
+    add.add_argument("--qwen3", type=Path, metavar="MODEL_DIR",
+                     help="Qwen3-TTS: a Qwen3-TTS-12Hz CustomVoice folder, whose built-in speakers become "
+                          "qwen3:SPEAKER (a Base folder with --wav clones a voice)")
     add.add_argument("--wav", type=Path, help="CosyVoice3: the reference recording (≥16 kHz, ≤30 s)")
     add.add_argument("--kokoro", type=Path, metavar="MODEL.onnx",
                      help="Kokoro: the model file (kokoro-v1.0.onnx or its int8 export)")
@@ -189,7 +193,7 @@ def voice_parser() -> argparse.ArgumentParser:
 
 def run_voice(args: argparse.Namespace) -> int:
     from .config import load_config
-    from .voices.catalog import add_kokoro, add_piper, add_profile, listing
+    from .voices.catalog import add_kokoro, add_piper, add_profile, add_qwen3, listing
 
     from .voices.trial import measured_speeds, try_voice
 
@@ -206,6 +210,16 @@ def run_voice(args: argparse.Namespace) -> int:
         trial = try_voice(args.name, args.text, out)
         print(f"Wrote {trial.path}: {trial.audio_seconds:.1f} s of audio in {trial.synth_seconds:.2f} s "
               f"(RTF {trial.rtf:.3f} on this machine).")
+        return EXIT_OK
+    if args.qwen3 is not None:
+        if any(v is not None for v in (args.piper, args.kokoro, args.voices, args.style, args.model_dir)):
+            raise InputError("voice add: --qwen3 takes no --piper, --kokoro, --voices, --style or --model-dir")
+        saved = add_qwen3(args.name, args.qwen3, args.wav, args.text)
+        if saved["kind"] == "base":
+            print(f"Saved voice qwen3:{args.name} (cloned from {args.wav}).")
+        else:
+            print(f"Saved Qwen3-TTS folder {args.name} ({', '.join(saved['languages'])}; speakers: "
+                  f"{', '.join(saved['speakers'])}). Read with --voice qwen3:SPEAKER.")
         return EXIT_OK
     if args.piper is not None:
         if any(v is not None for v in (args.wav, args.kokoro, args.voices, args.style)):

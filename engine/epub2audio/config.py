@@ -14,7 +14,8 @@ environment variables, command-line options. Keys in config.toml:
                                   graph on CUDA, the default there; "dynamic" elsewhere)
   pipeline_depth = 1             (2: a CosyVoice3 worker decodes the next segment while rendering)
   length_cap = "tight"           (CosyVoice3: a segment that reaches it is re-split; "upstream": 20 per
-                                  text token and cut there, as upstream)
+                                  text token and cut there, as upstream; Qwen3-TTS: T_max frames and
+                                  re-split; "upstream": max_new_tokens frames, kept)
   lexicon = "/path/to/lexicon.txt"   (pronunciations shared by the command, calibre and the watcher)
   image_alt = false              (do not read pictures' descriptions; `--image-alt` and BOOK.epub2audio.toml's
                                   image_alt win over it)

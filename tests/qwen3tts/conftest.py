@@ -31,3 +31,28 @@ def tiny_base_stages(tiny_base_dir):
     from epub2audio.voices.qwen3tts.clone import load_clone_stages
 
     return load_clone_stages(tiny_base_dir)
+
+
+EOS = 2150
+LOOP_CODE = 1234  # the code the looping folder's Talker prefers
+# eos favoured: random weights then stop after 2-20 frames (seeds 0-7 on "The morning was cold.")
+SPEAKING_BIAS = {EOS: 4.0}
+# one code strongly preferred, eos never: every generation runs to its cap
+LOOP_BIAS = {LOOP_CODE: 20.0, EOS: -20.0}
+LOOP_STEADY = 40.0  # large enough that no layer flips the steady component's sign
+LOOP_FRAMES = 20  # the looping folder's max_new_tokens (T_config), so its cap is 20 frames
+
+
+@pytest.fixture(scope="session")
+def speaking_dir(tmp_path_factory):
+    from .random_weights import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("qwen3tts-speaking"), seed=0, codec_bias=SPEAKING_BIAS)
+
+
+@pytest.fixture(scope="session")
+def loop_dir(tmp_path_factory):
+    from .random_weights import write_tiny_model
+
+    return write_tiny_model(tmp_path_factory.mktemp("qwen3tts-loop"), seed=0, codec_bias=LOOP_BIAS,
+                            steady=LOOP_STEADY, max_new_tokens=LOOP_FRAMES)

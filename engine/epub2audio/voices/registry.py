@@ -32,4 +32,9 @@ def load_voice(name: str, *, threads: int = 1, options: dict | None = None) -> V
 
         torch.set_num_threads(threads)
         return CosyVoice3Voice.load(options["model_dir"], options["profile_dir"], **options.get("extra", {}))
+    if name.startswith("qwen3:"):
+        from .qwen3tts.voice import Qwen3Voice
+
+        return Qwen3Voice.load(options["model_dir"], options["speaker"], name=name, threads=threads,
+                               **options.get("extra", {}))
     raise ValueError(f"unknown voice {name!r}")

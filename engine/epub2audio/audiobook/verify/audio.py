@@ -1,5 +1,6 @@
 """Audio checks: the M4B decoded once into 10 ms energy frames, then near-silent segments,
-segments far shorter or longer than their text, and long silences inside a chapter."""
+segments far shorter or longer than their text, segments of a voice that looped, and long
+silences inside a chapter."""
 
 from __future__ import annotations
 
@@ -32,6 +33,22 @@ PACE_MIN_CHARS = 8  # shorter texts ("One") say too little about pace
 # "Far longer than its text" (a voice that babbles or loops): below median / 3, texts of >= 40 chars.
 PACE_SLOW_FACTOR = 1 / 3
 PACE_SLOW_MIN_CHARS = 40
+# Repetition (a voice that loops). Only voices that generate their audio step by step from what
+# they generated before can loop: CosyVoice3 and Qwen3-TTS (their length cap re-splits a runaway,
+# but a loop that stops before the cap, or one kept under the "upstream" cap, would reach the M4B).
+# Two shapes, on the 10 ms level envelope (dB, floored at -60) of a segment's voiced extent:
+# - one steady sound: a stretch of REPEAT_STEADY_SECONDS whose level varies by less than
+#   REPEAT_STEADY_DB (standard deviation). Speech never holds still that long: joe reading prose
+#   varies by 8-17 dB in every 2 s stretch; a random-weight model's noise by 0.1 dB.
+# - the same sound over and over: the envelope correlates with itself shifted by a lag of
+#   REPEAT_MIN_LAG_SECONDS or more, at least 2.5 times within the segment, by REPEAT_MIN_R or
+#   more. A phrase pasted 4 or 6 times over gives 0.99; joe's prose 0.1-0.3, and even text that
+#   repeats itself ("No, no, no, no, no! I will not go, I will not go, ...") 0.83.
+LOOPING_VOICES = ("cosyvoice3:", "qwen3:")
+REPEAT_STEADY_SECONDS = 1.5
+REPEAT_STEADY_DB = 3.0
+REPEAT_MIN_LAG_SECONDS = 0.25
+REPEAT_MIN_R = 0.95
 # Text coverage: a run of at least this many book words missing from the plan is a drop.
 DROP_MIN_WORDS = 1
 
@@ -100,6 +117,34 @@ def _long_silences(frames, frame, start, end, rate, number, problems, limit=LONG
     return found
 
 
+def repetition(envelope_ms: np.ndarray) -> str | None:
+    """How a segment's audio repeats itself, from its 10 ms mean-square frames, or None."""
+    level = 10 * np.log10(np.maximum(envelope_ms.astype(np.float64), 1e-6))
+    loud = np.flatnonzero(level > SILENCE_FRAME_DBFS)
+    if not len(loud):
+        return None
+    e = np.maximum(level[loud[0]:loud[-1] + 1], -60.0)
+    n, steady = len(e), int(round(REPEAT_STEADY_SECONDS / FRAME_SECONDS))
+    if n >= steady:
+        sums = np.concatenate([[0.0], np.cumsum(e)])
+        squares = np.concatenate([[0.0], np.cumsum(e * e)])
+        mean = (sums[steady:] - sums[:-steady]) / steady
+        spread = np.sqrt(np.maximum((squares[steady:] - squares[:-steady]) / steady - mean**2, 0.0))
+        if spread.min() < REPEAT_STEADY_DB:
+            return (f"holds one steady sound for {REPEAT_STEADY_SECONDS:g} s or more (its level varies by "
+                    f"{spread.min():.1f} dB; speech varies by 8 dB or more)")
+    best_r, best_lag = 0.0, 0
+    for lag in range(int(round(REPEAT_MIN_LAG_SECONDS / FRAME_SECONDS)), int(n / 2.5) + 1):
+        a, b = e[:-lag], e[lag:]
+        if a.std() > 0 and b.std() > 0:
+            r = float(np.corrcoef(a, b)[0, 1])
+            if r > best_r:
+                best_r, best_lag = r, lag
+    if best_r >= REPEAT_MIN_R:
+        return f"repeats the same {best_lag * FRAME_SECONDS:.2f} s of sound over and over (r = {best_r:.2f})"
+    return None
+
+
 def _check_segments(job: _Job, frames, frame, rate, rows, problems) -> dict:
     measured = []  # (row, seg, level, voiced seconds)
     quiet = _silent_mask(frames)
@@ -117,6 +162,7 @@ def _check_segments(job: _Job, frames, frame, rate, rows, problems) -> dict:
     stats = {"median": round(median, 1), "fast_limit": round(fast, 1), "measured": len(paces),
              "p99": round(float(np.percentile(paces, 99)), 1) if paces else None,
              "max": round(max(paces), 1) if paces else None}
+    loops = str(job.meta.get("voice") or "").startswith(LOOPING_VOICES)
     for row, seg, level, voiced in measured:
         chars = _alnum(seg.text)
         where = dict(chapter=row.number, segment=seg.index + 1)
@@ -124,6 +170,10 @@ def _check_segments(job: _Job, frames, frame, rate, rows, problems) -> dict:
         if chars >= 2 and level <= SILENT_SEGMENT_DBFS:
             row.silent_segments += 1
             problems.append(Problem("silence", f"segment {seg.index + 1} {quote} is near-silent ({_db(level)})", **where))
+            continue
+        if loops and (how := repetition(frames[seg.start // frame:-(-(seg.start + seg.samples) // frame)])):
+            problems.append(Problem("repetition", f"segment {seg.index + 1} {quote} {how}: the voice looped",
+                                    **where))
             continue
         pace = chars / voiced if voiced else math.inf
         if chars >= PACE_MIN_CHARS and pace > fast:

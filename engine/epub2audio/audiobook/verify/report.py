@@ -1,6 +1,6 @@
 """What verify found: the report's rows and problems, and the report as text.
 
-A problem is a failure (the M4B is broken: container, layout, silence, pace, gaps, coverage; the
+A problem is a failure (the M4B is broken: container, layout, silence, pace, repetition, gaps, coverage; the
 job exits 1) or a doubt (speech recognition disagrees with the text: reported with where to
 listen, never a failed conversion; tiny.en is too weak a judge to fail a book on).
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 @dataclass
 class Problem:
-    check: str  # container | layout | silence | pace | gap | asr | coverage
+    check: str  # container | layout | silence | pace | repetition | gap | asr | coverage
     message: str
     chapter: int | None = None  # 1-based position in the M4B
     segment: int | None = None  # 1-based within the chapter

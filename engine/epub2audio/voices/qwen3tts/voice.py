@@ -1,0 +1,190 @@
+"""The Qwen3-TTS voice: a built-in speaker of a CustomVoice folder, in PyTorch (fp32).
+
+    text --assistant wrap, Qwen2 BPE--> ids --Talker + Code Predictor (seeded draws)--> frames of
+    16 codes at 12.5 Hz --12 Hz decoder--> 24 kHz float --> int16 PCM
+
+Determinism: the only random draws are the Talker's and the Code Predictor's, from one
+``torch.Generator`` seeded with the segment's seed and created per call (as CosyVoice3's voice
+does); the decoder draws nothing and no stage keeps state between calls, so a segment's audio
+depends only on its text, seed, language, speaker and the weights.
+
+Length: `length_cap="tight"` (the default, and what a job uses) bounds a segment at
+T_max = min(T_config, max(75, 6 x text tokens)) frames (generate.frame_cap); a generation that
+reaches it without eos is a runaway (a loop, or speech far longer than its text) and raises
+LengthCapReached, so that the job says the text in smaller pieces instead of keeping minutes of
+noise. `"upstream"` bounds it at generation_config's max_new_tokens and keeps what was drawn, as
+upstream does.
+
+Devices: the Talker and the Code Predictor run on the CPU (their logits are sampled there by the
+per-segment generator); the decoder runs on `device` ("auto": CUDA when there is one). The
+device is part of the model id: kernels round differently.
+
+Thread count: on the CPU the decoder runs on one thread (decode_audio), so a segment's bytes do not
+depend on the worker's thread budget (a regen runs on one thread, a job on its budget).
+
+Conversion to PCM: the decoder clamps to [-1, 1]; samples are scaled by 32767, rounded half to
+even and clipped to int16, little-endian (CosyVoice3's rule).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import epub2audio
+from epub2audio.errors import InputError
+from epub2audio.voices.base import LengthCapReached, VoiceInfo
+
+from ..cosyvoice3.hift import one_thread
+from .checkpoint import FRAME_RATE, SAMPLE_RATE, Checkpoint, load_checkpoint
+from .code_predictor import CodePredictor
+from .decoder import Decoder
+from .generate import frame_cap, generate
+from .talker import Talker
+from .text import TextTokenizer, language_name, load_text_tokenizer
+
+LENGTH_CAPS = ("tight", "upstream")
+SILENCE_SECONDS = 0.2  # what an empty segment becomes
+DEVICES = ("auto", "cpu", "cuda", "mps")
+_MODEL_ID_BLOCK, _MODEL_ID_BLOCKS = 1 << 20, 16
+
+
+def pcm16(wave: torch.Tensor) -> bytes:
+    x = wave.detach().cpu().double().numpy().reshape(-1)
+    return np.clip(np.rint(x * 32767.0), -32768, 32767).astype("<i2").tobytes()
+
+
+def folder_id(ck: Checkpoint) -> str:
+    """``qwen3tts-<16 hex>``: SHA-256 over every file synthesis reads, by name, size and 16
+    evenly spaced 1 MiB blocks (small files whole), as CosyVoice3's model id: cheap on 2.5 GB,
+    independent of paths and mtimes, changed by any retrained file in practice."""
+    h = hashlib.sha256(b"epub2audio qwen3tts model_id v1\0")
+    for p in ck.paths.required():
+        name = p.relative_to(ck.paths.model_dir).as_posix()
+        size = p.stat().st_size
+        h.update(f"{name}\0{size}\0".encode())
+        with open(p, "rb") as f:
+            if size <= _MODEL_ID_BLOCK * _MODEL_ID_BLOCKS:
+                h.update(f.read())
+                continue
+            last = size - _MODEL_ID_BLOCK
+            for i in range(_MODEL_ID_BLOCKS):
+                f.seek(last * i // (_MODEL_ID_BLOCKS - 1))
+                h.update(f.read(_MODEL_ID_BLOCK))
+    return "qwen3tts-" + h.hexdigest()[:16]
+
+
+def decoder_device(device: str) -> str:
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {device!r}")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise InputError("--device cuda: no CUDA device here")
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise InputError("--device mps: no Apple GPU here")
+    return device
+
+
+@dataclass
+class Qwen3Voice:
+    info: VoiceInfo
+    checkpoint: Checkpoint
+    tokenizer: TextTokenizer
+    talker: Talker
+    code_predictor: CodePredictor
+    decoder: Decoder
+    speaker: str
+    length_cap: str = "tight"
+
+    @classmethod
+    def load(cls, model_dir: str | os.PathLike, speaker: str, *, name: str | None = None, device: str = "auto",
+             threads: int | None = None, length_cap: str = "tight") -> Qwen3Voice:  # fmt: skip
+        """A CustomVoice folder's built-in `speaker` (upstream's names, any case). InputError (one
+        line) for a folder that is not one, or a speaker it does not have. threads: torch's
+        intra-op threads (default: as set by the worker)."""
+        if length_cap not in LENGTH_CAPS:
+            raise ValueError(f"length cap must be one of {', '.join(LENGTH_CAPS)}; got {length_cap!r}")
+        if threads:
+            torch.set_num_threads(threads)
+        ck = load_checkpoint(model_dir)
+        if ck.model_kind != "custom_voice":
+            raise InputError(f"{Path(model_dir)} is a Qwen3-TTS {ck.model_kind} folder; built-in speakers need a CustomVoice folder")
+        speakers = sorted(ck.speakers)
+        if speaker.lower() not in ck.speakers:
+            raise InputError(f"the Qwen3-TTS folder {Path(model_dir).name} has no speaker {speaker!r}; "
+                             f"its speakers: {', '.join(speakers)}")
+        tokenizer = load_text_tokenizer(ck.paths.model_dir, ck.text_ids)
+        place = decoder_device(device)
+        talker = Talker.from_state_dict(ck.talker_args, ck.state_dict)
+        cp = CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict)
+        decoder = Decoder.from_state_dict(ck.decoder_args, ck.decoder_state_dict).to(place)
+        versions = {"torch": torch.__version__, "epub2audio": epub2audio.__version__}
+        if place == "cuda":
+            versions["cuda"] = str(torch.version.cuda)
+        speaker = speaker.lower()
+        info = VoiceInfo(
+            name=name or f"qwen3:{speaker}",
+            narrator=f"Qwen3-TTS ({speaker})",
+            sample_rate=SAMPLE_RATE,
+            backend="torch",
+            precision="fp32",
+            # the weights, the speaker, where the decoder ran and the cap all change the audio
+            model_id=f"{folder_id(ck)}+speaker-{speaker}+torch:fp32{'' if place == 'cpu' else '@decoder=' + place}"
+                     f"{'' if length_cap == 'tight' else '+cap-' + length_cap}",
+            versions=versions,
+        )
+        return cls(info=info, checkpoint=ck, tokenizer=tokenizer, talker=talker, code_predictor=cp, decoder=decoder,
+                   speaker=speaker, length_cap=length_cap)  # fmt: skip
+
+    def language(self, tag: str | None) -> str:
+        return language_name(tag, self.checkpoint.talker_args.codec_language_id)
+
+    def frame_cap(self, ids: list[int]) -> int:
+        t_config = self.checkpoint.generation.max_new_tokens
+        return frame_cap(len(ids) - 8, t_config) if self.length_cap == "tight" else t_config
+
+    def codes(self, text: str, seed: int, language: str | None = None) -> list[list[int]]:
+        """Frames [T][16] for `text`, all randomness from `seed`. Raises LengthCapReached where
+        the tight cap ended the generation before eos."""
+        ids = self.tokenizer.encode(text)
+        cap = self.frame_cap(ids)
+        generator = torch.Generator(device="cpu").manual_seed(int(seed))
+        result = generate(self.talker, self.code_predictor, ids, self.checkpoint.text_ids, self.checkpoint.generation,
+                          generator, speaker=self.speaker, language=self.language(language), max_frames=cap)  # fmt: skip
+        if result.capped and self.length_cap == "tight":
+            raise LengthCapReached(f"the speech reached the length cap of {cap} frames ({cap / FRAME_RATE:.1f} s) "
+                                   "before the end of the text")
+        return result.frames
+
+    def synthesize(self, text: str, seed: int, language: str | None = None) -> bytes:
+        """Mono int16 little-endian PCM at 24 kHz; an empty text is 0.2 s of silence.
+
+        language: the segment's BCP 47 tag (the book's when the segment has none); "auto" where
+        the model has no such language (text.language_name)."""
+        text = text.strip()
+        if not text:
+            return bytes(2 * int(SILENCE_SECONDS * SAMPLE_RATE))
+        frames = self.codes(text, seed, language)
+        if not frames:
+            return bytes(2 * int(SILENCE_SECONDS * SAMPLE_RATE))
+        return pcm16(self.decode_audio(frames))
+
+    def decode_audio(self, frames: list[list[int]]) -> torch.Tensor:
+        """The decoder's 24 kHz waveform for `frames`, the same whatever the worker's thread budget.
+
+        On the CPU the decoder runs on one thread. Its convolutions' sums round differently with
+        the thread count (measured, torch 2.13, tiny decoder: oneDNN up to 1.3e-3 between 1 and 2
+        threads; ATen's own im2col + GEMM path equal at 1 and 2 but 1.3e-3 off at 3, 4 and 8 on
+        20 frames), enough to change the int16 bytes, so a regen (one thread) would differ from
+        the job (its budget). One thread with oneDNN was the fastest exact choice measured at
+        full size (bench/qwen3_decoder_threads.py, bench/results/qwen3-decoder-threads-2core-busy.txt:
+        2 s of audio in 9.9 s against 35.8 s without oneDNN on a loaded 2-core machine); use the
+        cores with more workers. On CUDA it runs as placed."""
+        with one_thread():
+            return self.decoder.decode(frames)
