@@ -56,12 +56,20 @@ def to16k(pcm: bytes, rate: int) -> np.ndarray:
     return np.frombuffer(subprocess.run(cmd, input=pcm, capture_output=True, check=True).stdout, dtype="<f4")
 
 
-def wer(texts: list[str], audio: list[bytes], rate: int) -> float:
+def wer(texts: list[str], audio: list[bytes], rate: int, transcripts: list | None = None) -> float:
+    return wer16k(texts, [to16k(pcm, rate) for pcm in audio], transcripts)
+
+
+def wer16k(texts: list[str], audio16k: list[np.ndarray], transcripts: list | None = None) -> float:
+    """Pooled WER of each text against the transcript of its 16 kHz float audio (each transcript is
+    appended to `transcripts` when given)."""
     errors = words = 0
-    for text, pcm in zip(texts, audio):
-        reference = normalize_words(text)
-        errors += edit_distance(reference, normalize_words(transcribe(to16k(pcm, rate))))
+    for text, samples in zip(texts, audio16k):
+        reference, heard = normalize_words(text), transcribe(samples)
+        errors += edit_distance(reference, normalize_words(heard))
         words += len(reference)
+        if transcripts is not None:
+            transcripts.append(heard)
     return errors / words
 
 

@@ -56,10 +56,15 @@ class ConfigWidget(QWidget):
         self.engine_path.setToolTip('The epub2audio program, e.g. ~/.venvs/epub2audio/bin/epub2audio')
         form.addRow('epub2audio &program:', self.engine_path)
 
-        self.voice = QLineEdit(prefs['voice'], self)
-        self.voice.setPlaceholderText('auto: the book\'s language decides (joe for English)')
-        self.voice.setToolTip('The voice name passed to epub2audio --voice: auto (default), joe, kokoro:jm_kumo '
-                              '(heard best, about 7 times slower than joe), piper:NAME, ... '
+        # An editable dropdown of the voices `epub2audio voice list` names here: the default, then
+        # Kokoro (heard best), then the rest; any other name can still be typed.
+        self.voice = QComboBox(self)
+        self.voice.setEditable(True)
+        self.voice.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
+        self.fill_voices(prefs['voice'])
+        self.engine_path.edit.editingFinished.connect(lambda: self.fill_voices(self.voice_name()))
+        self.voice.setToolTip('The voice name passed to epub2audio --voice: auto (default), kokoro:jm_kumo '
+                              '(heard best, about 7 times slower than joe), joe, piper:NAME, ... '
                               '(`epub2audio voice list` shows them; "tone" is a quick test voice)')
         voice_row = QHBoxLayout()
         voice_row.addWidget(self.voice, 1)
@@ -104,7 +109,7 @@ class ConfigWidget(QWidget):
         from calibre.gui2 import error_dialog
         from calibre_plugins.epub2audio.engine import EngineError, find_engine, try_voice
 
-        voice = self.voice.text().strip()
+        voice = self.voice_name()
         if voice == 'auto':
             voice = ''  # a sample has no book: the voice an English book gets
         try:
@@ -126,6 +131,25 @@ class ConfigWidget(QWidget):
         self.try_button.setToolTip(message)
         QDesktopServices.openUrl(QUrl.fromLocalFile(wav))  # the system's player
 
+    def fill_voices(self, chosen):
+        from calibre_plugins.epub2audio.engine import EngineError, find_engine, list_voices, voice_choices
+
+        try:
+            listed = list_voices(find_engine(self.engine_path.text()))
+        except EngineError:
+            listed = []
+        self.voice.clear()
+        for label, value in voice_choices(listed, chosen):
+            self.voice.addItem(label, value)
+        chosen = (chosen or '').strip()
+        self.voice.setCurrentIndex(max(0, self.voice.findData('' if chosen == 'auto' else chosen)))
+
+    def voice_name(self):
+        """The --voice value: a listed row's, or the name typed into the box."""
+        text = self.voice.currentText().strip()
+        index = self.voice.findText(text)
+        return self.voice.itemData(index) if index >= 0 else text
+
     def validate(self):
         path = self.engine_path.text()
         if path and not os.path.isfile(os.path.expanduser(path)):
@@ -136,7 +160,7 @@ class ConfigWidget(QWidget):
 
     def save_settings(self):
         prefs['engine_path'] = self.engine_path.text()
-        prefs['voice'] = self.voice.text().strip()
+        prefs['voice'] = self.voice_name()
         prefs['chapters'] = ''.join(self.chapters.text().split())
         prefs['copy_to_folder'] = self.copy_to_folder.text()
         prefs['max_concurrent'] = int(self.max_concurrent.value())

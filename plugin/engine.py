@@ -152,6 +152,43 @@ def try_voice(engine: str, voice: str, wav: str, env: dict | None = None, timeou
     return True, one_line(proc.stdout)
 
 
+# What the settings' voice dropdown offers before anything is listed: the default, as the empty
+# string the engine reads as --voice auto.
+AUTO_VOICE = ("auto: the book's language decides (joe for English)", "")
+
+
+def list_voices(engine: str, env: dict | None = None, timeout: float = 60) -> list[str]:
+    """The voice names `epub2audio voice list` prints (its first column, after the header row), in
+    its order; [] when the engine cannot be run or fails (the dropdown then offers only the default
+    and what the user types)."""
+    try:
+        proc = subprocess.run([engine, "voice", "list"], capture_output=True, text=True, timeout=timeout,
+                              env=sanitized_env() if env is None else env)
+    except (subprocess.TimeoutExpired, OSError):
+        return []
+    if proc.returncode != 0:
+        return []
+    lines = [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
+    return lines[1:] if lines and lines[0] == "NAME" else []
+
+
+def voice_choices(names: list[str], current: str = "") -> list[tuple[str, str]]:
+    """The voice dropdown's (label, --voice value) rows: the default first, then the Kokoro voices
+    (heard best; issue 21 makes Kokoro the first choice after the default), then every other voice
+    in `voice list`'s order, the test tone last; a saved voice that is not listed (a typed name, or
+    an engine that could not be asked) is kept, after the default, so opening the settings never
+    changes it."""
+    names = [n for n in dict.fromkeys(names) if n and n != "auto"]
+    kokoro = [n for n in names if n.startswith("kokoro:")]
+    others = [n for n in names if not n.startswith("kokoro:") and n != "tone"]
+    rows = [AUTO_VOICE]
+    current = (current or "").strip()
+    if current and current != "auto" and current not in names:
+        rows.append((current, current))
+    rows += [(n, n) for n in kokoro + others + (["tone"] if "tone" in names else [])]
+    return rows
+
+
 READALONG_CHOICES = ("", "epub", "folder")
 
 

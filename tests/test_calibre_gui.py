@@ -229,7 +229,7 @@ base = find_plugin('epub2audio')
 assert base.is_customizable()
 widget = base.config_widget()
 widget.engine_path.edit.setText(sys.argv[-2])
-widget.voice.setText(' tone ')
+widget.voice.setEditText(' tone ')
 widget.chapters.setText('1 - 2')
 widget.copy_to_folder.edit.setText(sys.argv[-1])
 widget.max_concurrent.setValue(2)
@@ -253,3 +253,47 @@ def test_config_widget_saves_the_settings_calibre_reads(tmp_path):
     assert saved == {"engine_path": str(engine_path), "voice": "tone", "chapters": "1-2",
                      "copy_to_folder": str(tmp_path / "books"), "max_concurrent": 2, "keep_job_files": True,
                      "readalong": ""}  # off by default
+
+
+VOICE_MENU_SCRIPT = """
+import json, sys
+from calibre.gui2 import Application
+app = Application([])
+from calibre.customize.ui import find_plugin
+base = find_plugin('epub2audio')
+widget = base.config_widget()
+menu = [(widget.voice.itemText(i), widget.voice.itemData(i)) for i in range(widget.voice.count())]
+shown = widget.voice_name()
+widget.voice.setCurrentIndex(widget.voice.findData('kokoro:jm_kumo'))
+base.save_settings(widget)
+print(json.dumps({'menu': menu, 'shown': shown}))
+"""
+
+
+def test_config_widget_offers_the_engines_voices_kokoro_first_after_the_default(tmp_path):
+    calibre = Calibre(tmp_path)
+    plugin_zip = build_plugin.build(out=tmp_path / "epub2audio-calibre-plugin.zip")
+    calibre.run("calibre-customize", "-a", str(plugin_zip))
+    listing = ("NAME                     FAMILY           LANGUAGES   RATE  SPEED          ABOUT\n"
+               "joe                      Piper            en      22050 Hz  not measured   Joe (default)\n"
+               "kokoro:jf_alpha          Kokoro           en,ja   24000 Hz  not measured   jf_alpha\n"
+               "kokoro:jm_kumo           Kokoro           en,ja   24000 Hz  not measured   jm_kumo\n"
+               "piper:fr_FR-siwis-medium Piper (calibre)  fr      22050 Hz  not measured   siwis\n"
+               "tone                     test             -       16000 Hz  not measured   a test tone\n")
+    engine_path = script(tmp_path / "epub2audio", f"""
+        import sys
+        assert sys.argv[1:] == ["voice", "list"], sys.argv
+        sys.stdout.write({listing!r})
+    """)
+    (calibre.cfg / "plugins" / "epub2audio.json").write_text(
+        json.dumps({"engine_path": str(engine_path), "voice": ""}), encoding="utf-8")
+    path = tmp_path / "voice_menu.py"
+    path.write_text(VOICE_MENU_SCRIPT, encoding="utf-8")
+    out = json.loads(calibre.run("calibre-debug", "-e", str(path)).stdout.strip().splitlines()[-1])
+    assert out["menu"] == [["auto: the book's language decides (joe for English)", ""],
+                           ["kokoro:jf_alpha", "kokoro:jf_alpha"], ["kokoro:jm_kumo", "kokoro:jm_kumo"],
+                           ["joe", "joe"], ["piper:fr_FR-siwis-medium", "piper:fr_FR-siwis-medium"],
+                           ["tone", "tone"]]
+    assert out["shown"] == ""  # the saved default stays the default
+    saved = json.loads((calibre.cfg / "plugins" / "epub2audio.json").read_text(encoding="utf-8"))
+    assert saved["voice"] == "kokoro:jm_kumo"

@@ -465,3 +465,54 @@ def test_try_voice_gives_the_engines_one_line_when_it_fails(tmp_path):
     """)
     ok, message = engine.try_voice(str(fake), "piper:nope", str(tmp_path / "s.wav"))
     assert not ok and message == "unknown voice 'piper:nope' (Piper voices: none)"
+
+
+# ---- the settings' voice dropdown ------------------------------------------------------------------
+
+# `epub2audio voice list` as the engine prints it with the [kokoro] extra, one calibre Piper voice
+# and a saved CosyVoice3 voice (columns: cli.run_voice).
+VOICE_LIST = """\
+NAME                     FAMILY           LANGUAGES                      RATE  SPEED          ABOUT
+joe                      Piper            en                         22050 Hz  RTF 0.081      Joe, the embedded Piper voice (en_US medium; default)
+kokoro:jf_alpha          Kokoro           en,ja                      24000 Hz  not measured   Kokoro-82M, packaged female speaker jf_alpha
+kokoro:jm_kumo           Kokoro           en,ja                      24000 Hz  RTF 0.790      Kokoro-82M, packaged male speaker jm_kumo
+piper:fr_FR-siwis-medium Piper (calibre)  fr                         22050 Hz  not measured   siwis (Piper fr_FR medium)
+cosyvoice3:anna          CosyVoice3       zh,en,ja,ko,de,es,fr,it,ru 24000 Hz  not measured   cloned from a reference recording
+tone                     test             -                          16000 Hz  not measured   a test tone (checks the pipeline)
+"""
+
+
+def test_list_voices_reads_the_names_voice_list_prints(tmp_path):
+    fake = fake_engine(tmp_path, f"""
+        import sys
+        assert sys.argv[1:] == ["voice", "list"], sys.argv
+        sys.stdout.write({VOICE_LIST!r})
+    """)
+    assert engine.list_voices(str(fake)) == ["joe", "kokoro:jf_alpha", "kokoro:jm_kumo", "piper:fr_FR-siwis-medium",
+                                             "cosyvoice3:anna", "tone"]
+
+
+def test_list_voices_is_empty_when_the_engine_fails_or_is_missing(tmp_path):
+    fake = fake_engine(tmp_path, """
+        import sys
+        print("epub2audio: error: something", file=sys.stderr)
+        sys.exit(1)
+    """)
+    assert engine.list_voices(str(fake)) == []
+    assert engine.list_voices(str(tmp_path / "no-such-engine")) == []
+
+
+def test_voice_dropdown_offers_kokoro_first_after_the_default_and_the_tone_last():
+    names = ["joe", "kokoro:jf_alpha", "kokoro:jm_kumo", "piper:fr_FR-siwis-medium", "tone", "cosyvoice3:anna"]
+    assert engine.voice_choices(names) == [
+        ("auto: the book's language decides (joe for English)", ""),
+        ("kokoro:jf_alpha", "kokoro:jf_alpha"), ("kokoro:jm_kumo", "kokoro:jm_kumo"), ("joe", "joe"),
+        ("piper:fr_FR-siwis-medium", "piper:fr_FR-siwis-medium"), ("cosyvoice3:anna", "cosyvoice3:anna"),
+        ("tone", "tone")]
+
+
+def test_voice_dropdown_keeps_a_saved_voice_the_engine_did_not_list():
+    assert [v for _label, v in engine.voice_choices([], " piper:mine ")] == ["", "piper:mine"]
+    assert [v for _label, v in engine.voice_choices(["joe", "tone"], "auto")] == ["", "joe", "tone"]
+    assert [v for _label, v in engine.voice_choices(["joe", "kokoro:jm_kumo"], "kokoro:jm_kumo")] == \
+        ["", "kokoro:jm_kumo", "joe"]
