@@ -1,6 +1,6 @@
 from epub2audio.book import Chapter
 from epub2audio.book.segment import (
-    MAX_SEGMENT_CHARS, PAUSE_CHAPTER_MS, PAUSE_PARAGRAPH_MS, PAUSE_SENTENCE_MS,
+    MAX_SEGMENT_CHARS, PAUSE_CHAPTER_MS, PAUSE_LANGUAGE_MS, PAUSE_PARAGRAPH_MS, PAUSE_SENTENCE_MS,
     segment_chapter, split_long, split_sentences,
 )
 
@@ -41,3 +41,24 @@ def test_pauses_follow_what_ends_there():
 
 def test_no_text_no_segments():
     assert segment_chapter(0, Chapter("Empty", [])) == []
+
+
+def test_punctuation_closing_a_foreign_passage_stays_with_it():
+    # Vingt mille lieues: "… le steamer <i xml:lang="en">Governor-Higginson</i>, de Calcutta …" and a
+    # sentence ending on an English name. The comma and the full stop are the passage's: said alone
+    # they were a segment of no words ("."), or the French voice's text began with ", de".
+    text = "le steamer Governor-Higginson, de Calcutta, avait vu la Company. Donc, ce cétacé était là."
+    ship = text.index("Governor")
+    company = text.index("Company")
+    chapter = Chapter("Un", [text, "Fin de Company."],
+                      languages={0: [(ship, ship + len("Governor-Higginson"), "en"), (company, company + 7, "en")],
+                                 1: [(7, 14, "en")]})
+    assert [(s.text, s.pause_after_ms, s.lang) for s in segment_chapter(0, chapter)] == [
+        ("le steamer", PAUSE_LANGUAGE_MS, None),
+        ("Governor-Higginson,", PAUSE_LANGUAGE_MS, "en"),
+        ("de Calcutta, avait vu la", PAUSE_LANGUAGE_MS, None),
+        ("Company.", PAUSE_SENTENCE_MS, "en"),
+        ("Donc, ce cétacé était là.", PAUSE_PARAGRAPH_MS, None),
+        ("Fin de", PAUSE_LANGUAGE_MS, None),
+        ("Company.", PAUSE_CHAPTER_MS, "en"),
+    ]

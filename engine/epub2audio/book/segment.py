@@ -51,6 +51,10 @@ _ABBREVIATIONS = {
 # A sentence ends at . ! ? or an ellipsis, optionally followed by closing quotes/brackets, then space.
 _SENTENCE_END = re.compile(r"""([.!?…]+["'”’»)\]]*)\s+""")
 _ENDS_SENTENCE = re.compile(r"""[.!?…]+["'”’»)\]]*$""")
+# Closing punctuation at the start of a language run belongs to the run before it ("… the
+# *Governor-Higginson*, de Calcutta"): said alone it is a segment of no words, or it starts the next
+# voice's text with a comma.
+_CLOSING_PUNCTUATION = re.compile(r"""^[.,;:!?…)\]}»”’]+\s*""")
 _SOFT_BREAKS = [re.compile(p) for p in (r"[;:]\s+", r"[,—–]\s*", r"\s+")]
 _CLAUSE_BREAKS, _WORD_BREAK = _SOFT_BREAKS[:2], _SOFT_BREAKS[2]
 
@@ -166,10 +170,23 @@ def segment_chapter(chapter_index: int, chapter: Chapter, limit: int = MAX_SEGME
         end_pause = PAUSE_HEADING_MS if chapter.kind(index) == "heading" else PAUSE_PARAGRAPH_MS
         # The spans are the spoken chapter's: already in terms of other languages than the book's.
         runs = language_runs(paragraph, chapter.languages.get(index), "")
+        first_piece = len(pieces)
         for r, (start, end, lang) in enumerate(runs):
             protected, kept = protect(paragraph[start:end])
             sentences = [restore(p, kept) for s in split_sentences(protected) for p in split_long(s, limit)]
             sentences = [s for s in sentences if s]
+            if r and sentences and len(pieces) > first_piece:
+                closing = _CLOSING_PUNCTUATION.match(sentences[0])
+                if closing:
+                    text, pause, previous_lang = pieces[-1]
+                    pieces[-1] = (text + closing.group().rstrip(), pause, previous_lang)
+                    sentences[0] = sentences[0][closing.end():]
+                    sentences = [s for s in sentences if s]
+                    if not sentences and r == len(runs) - 1:  # the paragraph ended with that punctuation
+                        pause = end_pause
+                    elif _ENDS_SENTENCE.search(pieces[-1][0]):
+                        pause = max(pause, PAUSE_SENTENCE_MS)
+                    pieces[-1] = (pieces[-1][0], pause, previous_lang)
             for i, text in enumerate(sentences):
                 if i < len(sentences) - 1:
                     pause = PAUSE_SENTENCE_MS
