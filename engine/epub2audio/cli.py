@@ -216,7 +216,9 @@ def run_voice(args: argparse.Namespace) -> int:
             raise InputError("voice add: --qwen3 takes no --piper, --kokoro, --voices, --style or --model-dir")
         saved = add_qwen3(args.name, args.qwen3, args.wav, args.text)
         if saved["kind"] == "base":
-            print(f"Saved voice qwen3:{args.name} (cloned from {args.wav}).")
+            mode = "with its transcript" if saved["mode"] == "icl" else "x-vector only: no --text"
+            print(f"Saved voice qwen3:{args.name} (cloned from {args.wav}, {saved['seconds']:.1f} s, {mode}; "
+                  f"{', '.join(saved['languages'])}).")
         else:
             print(f"Saved Qwen3-TTS folder {args.name} ({', '.join(saved['languages'])}; speakers: "
                   f"{', '.join(saved['speakers'])}). Read with --voice qwen3:SPEAKER.")
