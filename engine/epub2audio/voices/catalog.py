@@ -536,7 +536,7 @@ def _qwen3_choice(name: str, workers: int, extra: dict) -> VoiceChoice:
 
 def add_qwen3(name: str, model_dir: Path, wav: Path | None = None, text: str | None = None) -> dict:
     """Register a Qwen3-TTS folder as NAME: a CustomVoice folder's speakers become voices. A Base
-    folder clones the voice of `wav`, which needs the cloning entry (QWEN3_CLONE_MODULE)."""
+    folder clones the voice of `wav` in a child (QWEN3_CLONE_MODULE), saved as `qwen3:NAME`."""
     if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES or ":" in name:
         raise InputError(f"{name!r} cannot be a voice name")
     folder = profiles_dir() / name
