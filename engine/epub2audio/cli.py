@@ -171,14 +171,16 @@ def voice_parser() -> argparse.ArgumentParser:
     add.add_argument("--qwen3", type=Path, metavar="MODEL_DIR",
                      help="Qwen3-TTS: a Qwen3-TTS-12Hz CustomVoice folder, whose built-in speakers become "
                           "qwen3:SPEAKER (a Base folder with --wav clones a voice)")
-    add.add_argument("--wav", type=Path, help="CosyVoice3: the reference recording (≥16 kHz, ≤30 s)")
+    add.add_argument("--wav", type=Path, help="CosyVoice3: the reference recording (≥16 kHz, ≤30 s); "
+                                              "Qwen3-TTS: with a Base folder, the recording to clone (0.5–30 s)")
     add.add_argument("--kokoro", type=Path, metavar="MODEL.onnx",
                      help="Kokoro: the model file (kokoro-v1.0.onnx or its int8 export)")
     add.add_argument("--voices", type=Path, metavar="VOICES.bin", help="Kokoro: the style packs (voices-v1.0.bin)")
     add.add_argument("--style", help="Kokoro: a style, or a blend with weights (normalised to sum to 1), "
                                      "e.g. af_heart or af_sarah:0.6,am_adam:0.4")
     add.add_argument("--speed", type=float, default=1.0, help="Kokoro: speaking speed, 0.5–2.0 (default 1.0)")
-    add.add_argument("--text", help="what the recording says (default: transcribed with the packaged Whisper)")
+    add.add_argument("--text", help="what the recording says (default: transcribed with the packaged Whisper; "
+                                    "Qwen3-TTS: without it the clone uses the speaker embedding only)")
     add.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder")
     add.add_argument("--max-seconds", type=float,
                      help="cut the recording at a pause before this length (a shorter prompt makes every segment faster)")
@@ -216,7 +218,9 @@ def run_voice(args: argparse.Namespace) -> int:
             raise InputError("voice add: --qwen3 takes no --piper, --kokoro, --voices, --style or --model-dir")
         saved = add_qwen3(args.name, args.qwen3, args.wav, args.text)
         if saved["kind"] == "base":
-            print(f"Saved voice qwen3:{args.name} (cloned from {args.wav}).")
+            mode = "with its transcript" if saved["mode"] == "icl" else "x-vector only: no --text"
+            print(f"Saved voice qwen3:{args.name} (cloned from {args.wav}, {saved['seconds']:.1f} s, {mode}; "
+                  f"{', '.join(saved['languages'])}).")
         else:
             print(f"Saved Qwen3-TTS folder {args.name} ({', '.join(saved['languages'])}; speakers: "
                   f"{', '.join(saved['speakers'])}). Read with --voice qwen3:SPEAKER.")

@@ -56,3 +56,11 @@ def loop_dir(tmp_path_factory):
 
     return write_tiny_model(tmp_path_factory.mktemp("qwen3tts-loop"), seed=0, codec_bias=LOOP_BIAS,
                             steady=LOOP_STEADY, max_new_tokens=LOOP_FRAMES)
+
+
+@pytest.fixture(scope="session")
+def speaking_base_dir(tmp_path_factory):
+    """A Base folder whose clones stop after a few frames (eos favoured, as speaking_dir)."""
+    from .random_weights import write_tiny_base_model
+
+    return write_tiny_base_model(tmp_path_factory.mktemp("qwen3tts-speaking-base"), seed=0, codec_bias=SPEAKING_BIAS)

@@ -317,10 +317,13 @@ def random_base_state_dicts(seed: int = 0):
     return main, speech
 
 
-def write_tiny_base_model(d: Path, seed: int = 0) -> Path:
+def write_tiny_base_model(d: Path, seed: int = 0, *, codec_bias: dict[int, float] | None = None) -> Path:
+    """codec_bias: as write_model's (e.g. eos favoured, for a Base folder whose clones stop)."""
     d = Path(d)
     (d / "speech_tokenizer").mkdir(parents=True, exist_ok=True)
     main, speech = random_base_state_dicts(seed)
+    if codec_bias:
+        bias_codec(main, codec_bias)
     (d / "config.json").write_text(json.dumps(tiny_base_config(), indent=2), encoding="utf-8")
     (d / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2), encoding="utf-8")
     save_file({k: v.to(torch.bfloat16) for k, v in main.items()}, str(d / "model.safetensors"))

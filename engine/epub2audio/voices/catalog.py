@@ -69,6 +69,8 @@ def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: 
         return _piper_choice(name)
     if name.startswith(QWEN3):
         return _qwen3_choice(name, workers, extra or {})
+    if (profiles_dir() / name / QWEN3_CLONE_FILE).exists():
+        return _qwen3_choice(QWEN3 + name, workers, extra or {})
     profile = name.split(":", 1)[1] if name.startswith("cosyvoice3:") else name
     profile_dir = profiles_dir() / profile
     if not (profile_dir / "profile.json").exists():
@@ -292,6 +294,9 @@ def listing() -> list[Listed]:
     rows += [Listed(name, "Qwen3-TTS", folder.languages, SAMPLE_RATES["qwen3"],
                     f"built-in speaker {speaker} of your CustomVoice folder {folder.name}")
              for name, folder, speaker in qwen3_speakers()]
+    rows += [Listed(f"{QWEN3}{c.name}", "Qwen3-TTS", c.languages, SAMPLE_RATES["qwen3"],
+                    f"cloned from a recording ({CLONE_MODES.get(c.mode, c.mode)}) with your Base folder {c.model_dir.name}")
+             for c in qwen3_clones()]
     rows.append(Listed("tone", "test", (), SAMPLE_RATES["tone"], "a test tone (checks the pipeline)"))
     return rows
 
@@ -306,6 +311,9 @@ def languages_of(voice: str) -> tuple[str, ...] | None:
     if voice.startswith("piper:"):
         return next((v.languages for v in piper_voices() if v.name == voice), ())
     if voice.startswith(QWEN3):
+        clone = qwen3_clone(voice)
+        if clone is not None:
+            return clone.languages
         try:
             return _qwen3_folder_of(voice)[0].languages
         except InputError:
@@ -391,6 +399,7 @@ def language_warning(book_language: str, voice: str) -> str | None:
     if code in kokoro_languages() and kokoro_installed():
         others += [f"kokoro:{s}" for s in KOKORO_STYLES if f"kokoro:{s}" != voice]
     others += [name for name, folder, _s in qwen3_speakers() if code in folder.languages and name != voice]
+    others += [f"{QWEN3}{c.name}" for c in qwen3_clones() if code in c.languages and f"{QWEN3}{c.name}" != voice]
     if code in COSYVOICE3_LANGUAGES:
         profiles = [f"cosyvoice3:{p}" for p in saved_profiles()]
         others += profiles or ["a CosyVoice3 voice (make one with `epub2audio voice add NAME --wav FILE`)"]
@@ -410,9 +419,14 @@ def language_warning(book_language: str, voice: str) -> str | None:
 
 QWEN3 = "qwen3:"
 # the child `voice add NAME --qwen3 BASE_DIR --wav REF.wav` runs (as cosyvoice3/make_profile.py):
-# request {name, model_dir, wav, text, profile_dir}, answer oneshot's JSON line. clone.py's stages
-# alone are not a voice yet, so until this entry exists cloning is refused.
+# request {name, model_dir, wav, text, profile_dir}, answer oneshot's JSON line. Without this entry
+# cloning is refused.
 QWEN3_CLONE_MODULE = "epub2audio.voices.qwen3tts.make_clone"
+# A cloned voice is `qwen3:NAME` (or bare NAME): its saved folder holds the clone prompt and this
+# file (written last, whole folder renamed into place), which names the Base folder and its
+# languages. A clone's one-part name never meets a recorded CustomVoice name (qwen3:FOLDER:SPEAKER).
+QWEN3_CLONE_FILE = "qwen3clone.json"
+CLONE_MODES = {"icl": "with its transcript", "x_vector": "x-vector only"}
 
 
 @dataclass(frozen=True)
@@ -436,6 +450,38 @@ def qwen3_folders() -> list[Qwen3Folder]:
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return sorted(found, key=lambda f: (-f.added_ns, f.name))
+
+
+@dataclass(frozen=True)
+class Qwen3Clone:
+    name: str
+    folder: Path  # the saved voice: the clone prompt
+    model_dir: Path  # the Base folder
+    languages: tuple[str, ...]
+    mode: str  # "icl" or "x_vector"
+
+
+def _read_clone(folder: Path) -> Qwen3Clone | None:
+    try:
+        saved = json.loads((folder / QWEN3_CLONE_FILE).read_text(encoding="utf-8"))
+        return Qwen3Clone(folder.name, folder, Path(saved["model_dir"]), tuple(saved["languages"]), str(saved["mode"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def qwen3_clones() -> list[Qwen3Clone]:
+    """The saved cloned voices, by name."""
+    root = profiles_dir()
+    found = [_read_clone(folder) for folder in sorted(root.iterdir())] if root.is_dir() else []
+    return [c for c in found if c is not None]
+
+
+def qwen3_clone(voice: str) -> Qwen3Clone | None:
+    """The cloned voice `qwen3:NAME` names, or None."""
+    name = voice[len(QWEN3):]
+    if not name or ":" in name or "/" in name or name.startswith("."):
+        return None
+    return _read_clone(profiles_dir() / name)
 
 
 def qwen3_speakers() -> list[tuple[str, Qwen3Folder, str]]:
@@ -472,24 +518,34 @@ def _qwen3_folder_of(voice: str) -> tuple[Qwen3Folder, str]:
 
 
 def _qwen3_choice(name: str, workers: int, extra: dict) -> VoiceChoice:
-    folder, speaker = _qwen3_folder_of(name)
-    if not folder.model_dir.is_dir():
-        raise InputError(f"voice {name}: its folder {folder.model_dir} is gone; add it again")
     threads = max(1, _available_cores() // max(1, workers))
     # of the job's model options, these two apply (the CosyVoice3 backends and precisions do not)
     options = {key: extra[key] for key in ("device", "length_cap") if key in extra}
+    clone = qwen3_clone(name)
+    if clone is not None:
+        if not clone.model_dir.is_dir():
+            raise InputError(f"voice {name}: its Base folder {clone.model_dir} is gone; add the voice again")
+        return VoiceChoice(f"{QWEN3}{clone.name}", {"model_dir": str(clone.model_dir), "clone_dir": str(clone.folder),
+                                                     "extra": options}, threads)
+    folder, speaker = _qwen3_folder_of(name)
+    if not folder.model_dir.is_dir():
+        raise InputError(f"voice {name}: its folder {folder.model_dir} is gone; add it again")
     return VoiceChoice(f"{QWEN3}{folder.name}:{speaker}",
                        {"model_dir": str(folder.model_dir), "speaker": speaker, "extra": options}, threads)
 
 
 def add_qwen3(name: str, model_dir: Path, wav: Path | None = None, text: str | None = None) -> dict:
     """Register a Qwen3-TTS folder as NAME: a CustomVoice folder's speakers become voices. A Base
-    folder clones the voice of `wav`, which needs the cloning entry (QWEN3_CLONE_MODULE)."""
+    folder clones the voice of `wav` in a child (QWEN3_CLONE_MODULE), saved as `qwen3:NAME`."""
     if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES or ":" in name:
         raise InputError(f"{name!r} cannot be a voice name")
     folder = profiles_dir() / name
     if any((folder / f).exists() for f in ("profile.json", "kokoro.json", "piper.json")):
         raise InputError(f"{name!r} is already a voice")
+    if (folder / ("qwen3.json" if wav is not None else QWEN3_CLONE_FILE)).exists():
+        raise InputError(f"{name!r} is already a Qwen3-TTS {'folder' if wav is not None else 'cloned voice'}")
+    if wav is not None and any(speaker == name.lower() for _n, _f, speaker in qwen3_speakers()):
+        raise InputError(f"{name!r} is a built-in speaker's name (qwen3:{name}); choose another name for the clone")
     if not Path(model_dir).is_dir():
         raise InputError(f"--qwen3 {model_dir}: no such folder")
     model_dir = Path(model_dir).resolve()

@@ -35,6 +35,9 @@ def load_voice(name: str, *, threads: int = 1, options: dict | None = None) -> V
     if name.startswith("qwen3:"):
         from .qwen3tts.voice import Qwen3Voice
 
+        if "clone_dir" in options:
+            return Qwen3Voice.load_clone(options["model_dir"], options["clone_dir"], name=name, threads=threads,
+                                         **options.get("extra", {}))
         return Qwen3Voice.load(options["model_dir"], options["speaker"], name=name, threads=threads,
                                **options.get("extra", {}))
     raise ValueError(f"unknown voice {name!r}")

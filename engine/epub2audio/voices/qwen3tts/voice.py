@@ -1,4 +1,5 @@
-"""The Qwen3-TTS voice: a built-in speaker of a CustomVoice folder, in PyTorch (fp32).
+"""The Qwen3-TTS voice: a built-in speaker of a CustomVoice folder, or a voice cloned with a Base
+folder (a saved clone.ClonePrompt), in PyTorch (fp32).
 
     text --assistant wrap, Qwen2 BPE--> ids --Talker + Code Predictor (seeded draws)--> frames of
     16 codes at 12.5 Hz --12 Hz decoder--> 24 kHz float --> int16 PCM
@@ -22,6 +23,12 @@ device is part of the model id: kernels round differently.
 Thread count: on the CPU the decoder runs on one thread (decode_audio), so a segment's bytes do not
 depend on the worker's thread budget (a regen runs on one thread, a job on its budget).
 
+Cloned voices (load_clone): the same loop with the prompt's x-vector in the speaker's slot, and in
+ICL mode (the reference text was given) the reference text and codes laid into the prompt
+(generate.generate_clone); the frames are then decoded behind the reference codes and the
+reference's share cut off (clone.decode_clone), as upstream. The model id names the prompt by a
+hash of its arrays, so another recording or transcript gives other segment keys.
+
 Conversion to PCM: the decoder clamps to [-1, 1]; samples are scaled by 32767, rounded half to
 even and clipped to int16, little-endian (CosyVoice3's rule).
 """
@@ -42,9 +49,11 @@ from epub2audio.voices.base import LengthCapReached, VoiceInfo
 
 from ..cosyvoice3.hift import one_thread
 from .checkpoint import FRAME_RATE, SAMPLE_RATE, Checkpoint, load_checkpoint
+from .clone import ClonePrompt, decode_clone
+from .clone import model_id as configs_id
 from .code_predictor import CodePredictor
 from .decoder import Decoder
-from .generate import frame_cap, generate
+from .generate import frame_cap, generate, generate_clone
 from .talker import Talker
 from .text import TextTokenizer, language_name, load_text_tokenizer
 
@@ -79,6 +88,21 @@ def folder_id(ck: Checkpoint) -> str:
     return "qwen3tts-" + h.hexdigest()[:16]
 
 
+def prompt_id(prompt: ClonePrompt) -> str:
+    """16 hex of SHA-256 over the prompt's arrays (name, dtype, shape, bytes): what the Talker and
+    the decoder read of it. Not clone.npz's hash, which holds the zip entries' write times."""
+    h = hashlib.sha256(b"epub2audio qwen3tts clone prompt v1\0")
+    for name in ("speaker_embedding", "ref_codes", "ref_text_ids"):
+        array = getattr(prompt, name)
+        if array is None:
+            h.update(f"{name}\0none\0".encode())
+            continue
+        array = np.ascontiguousarray(array)
+        h.update(f"{name}\0{array.dtype.str}\0{list(array.shape)}\0".encode())
+        h.update(array.tobytes())
+    return h.hexdigest()[:16]
+
+
 def decoder_device(device: str) -> str:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {device!r}")
@@ -99,8 +123,9 @@ class Qwen3Voice:
     talker: Talker
     code_predictor: CodePredictor
     decoder: Decoder
-    speaker: str
+    speaker: str  # "" for a cloned voice
     length_cap: str = "tight"
+    clone: ClonePrompt | None = None  # a cloned voice's prompt (Base folder)
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike, speaker: str, *, name: str | None = None, device: str = "auto",
@@ -142,6 +167,45 @@ class Qwen3Voice:
         return cls(info=info, checkpoint=ck, tokenizer=tokenizer, talker=talker, code_predictor=cp, decoder=decoder,
                    speaker=speaker, length_cap=length_cap)  # fmt: skip
 
+    @classmethod
+    def load_clone(cls, model_dir: str | os.PathLike, clone_dir: str | os.PathLike, *, name: str,
+                   device: str = "auto", threads: int | None = None, length_cap: str = "tight") -> Qwen3Voice:  # fmt: skip
+        """A voice cloned with the Base folder `model_dir`: the ClonePrompt saved in `clone_dir`
+        (make_clone.py). InputError (one line) for a folder that is not a Base one, or a prompt
+        made with a folder of other dimensions."""
+        if length_cap not in LENGTH_CAPS:
+            raise ValueError(f"length cap must be one of {', '.join(LENGTH_CAPS)}; got {length_cap!r}")
+        if threads:
+            torch.set_num_threads(threads)
+        ck = load_checkpoint(model_dir)
+        if ck.model_kind != "base":
+            raise InputError(f"{Path(model_dir)} is a Qwen3-TTS {ck.model_kind} folder; a cloned voice needs its Base folder")
+        prompt = ClonePrompt.load(clone_dir)
+        if prompt.model_id != configs_id(model_dir):
+            raise InputError(f"voice {name}: its clone prompt was made with another Base folder than {Path(model_dir)}; "
+                             "add the voice again")  # fmt: skip
+        tokenizer = load_text_tokenizer(ck.paths.model_dir, ck.text_ids)
+        place = decoder_device(device)
+        talker = Talker.from_state_dict(ck.talker_args, ck.state_dict)
+        cp = CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict)
+        decoder = Decoder.from_state_dict(ck.decoder_args, ck.decoder_state_dict).to(place)
+        versions = {"torch": torch.__version__, "epub2audio": epub2audio.__version__}
+        if place == "cuda":
+            versions["cuda"] = str(torch.version.cuda)
+        info = VoiceInfo(
+            name=name,
+            narrator=f"Qwen3-TTS ({name.split(':', 1)[-1]}, cloned)",
+            sample_rate=SAMPLE_RATE,
+            backend="torch",
+            precision="fp32",
+            # the weights, the prompt, where the decoder ran and the cap all change the audio
+            model_id=f"{folder_id(ck)}+clone-{prompt_id(prompt)}+torch:fp32{'' if place == 'cpu' else '@decoder=' + place}"
+                     f"{'' if length_cap == 'tight' else '+cap-' + length_cap}",
+            versions=versions,
+        )
+        return cls(info=info, checkpoint=ck, tokenizer=tokenizer, talker=talker, code_predictor=cp, decoder=decoder,
+                   speaker="", length_cap=length_cap, clone=prompt)  # fmt: skip
+
     def language(self, tag: str | None) -> str:
         return language_name(tag, self.checkpoint.talker_args.codec_language_id)
 
@@ -155,8 +219,14 @@ class Qwen3Voice:
         ids = self.tokenizer.encode(text)
         cap = self.frame_cap(ids)
         generator = torch.Generator(device="cpu").manual_seed(int(seed))
-        result = generate(self.talker, self.code_predictor, ids, self.checkpoint.text_ids, self.checkpoint.generation,
-                          generator, speaker=self.speaker, language=self.language(language), max_frames=cap)  # fmt: skip
+        if self.clone is not None:
+            result = generate_clone(self.talker, self.code_predictor, ids, self.checkpoint.text_ids,
+                                    self.checkpoint.generation, generator, self.clone,
+                                    language=self.language(language), max_frames=cap)  # fmt: skip
+        else:
+            result = generate(self.talker, self.code_predictor, ids, self.checkpoint.text_ids,
+                              self.checkpoint.generation, generator, speaker=self.speaker,
+                              language=self.language(language), max_frames=cap)  # fmt: skip
         if result.capped and self.length_cap == "tight":
             raise LengthCapReached(f"the speech reached the length cap of {cap} frames ({cap / FRAME_RATE:.1f} s) "
                                    "before the end of the text")
@@ -185,6 +255,9 @@ class Qwen3Voice:
         the job (its budget). One thread with oneDNN was the fastest exact choice measured at
         full size (bench/qwen3_decoder_threads.py, bench/results/qwen3-decoder-threads-2core-busy.txt:
         2 s of audio in 9.9 s against 35.8 s without oneDNN on a loaded 2-core machine); use the
-        cores with more workers. On CUDA it runs as placed."""
+        cores with more workers. On CUDA it runs as placed. A cloned voice's frames are decoded
+        behind its reference codes (ICL), as clone.decode_clone does."""
         with one_thread():
+            if self.clone is not None:
+                return decode_clone(self.decoder, self.clone, frames)
             return self.decoder.decode(frames)
