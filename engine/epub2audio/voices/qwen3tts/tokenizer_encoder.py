@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .decoder import LayerScale
 from .talker import apply_rope, cos_sin, rope_angles
 
 PREFIX = "encoder."
@@ -206,15 +207,6 @@ class SEANetEncoder(nn.Module):
 
 # ---------------------------------------------------------------------------------------------
 # encoder transformer
-
-
-class LayerScale(nn.Module):
-    def __init__(self, dim: int) -> None:
-        super().__init__()
-        self.scale = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.scale * x
 
 
 class Attention(nn.Module):
