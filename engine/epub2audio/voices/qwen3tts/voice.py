@@ -115,6 +115,32 @@ def decoder_device(device: str) -> str:
     return device
 
 
+@dataclass(frozen=True)
+class _Stages:
+    """What a built-in speaker and a cloned voice load alike: the tokenizer, the three stages (the
+    decoder on `device`), the versions, and the model-id tail for where the decoder ran and the cap."""
+    tokenizer: TextTokenizer
+    talker: Talker
+    code_predictor: CodePredictor
+    decoder: Decoder
+    versions: dict
+    id_tail: str
+
+    @classmethod
+    def build(cls, ck, device: str, length_cap: str) -> _Stages:
+        place = decoder_device(device)
+        versions = {"torch": torch.__version__, "epub2audio": epub2audio.__version__}
+        if place == "cuda":
+            versions["cuda"] = str(torch.version.cuda)
+        return cls(tokenizer=load_text_tokenizer(ck.paths.model_dir, ck.text_ids),
+                   talker=Talker.from_state_dict(ck.talker_args, ck.state_dict),
+                   code_predictor=CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict),
+                   decoder=Decoder.from_state_dict(ck.decoder_args, ck.decoder_state_dict).to(place),
+                   versions=versions,
+                   id_tail=("" if place == "cpu" else "@decoder=" + place)
+                           + ("" if length_cap == "tight" else "+cap-" + length_cap))  # fmt: skip
+
+
 @dataclass
 class Qwen3Voice:
     info: VoiceInfo
@@ -144,14 +170,7 @@ class Qwen3Voice:
         if speaker.lower() not in ck.speakers:
             raise InputError(f"the Qwen3-TTS folder {Path(model_dir).name} has no speaker {speaker!r}; "
                              f"its speakers: {', '.join(speakers)}")
-        tokenizer = load_text_tokenizer(ck.paths.model_dir, ck.text_ids)
-        place = decoder_device(device)
-        talker = Talker.from_state_dict(ck.talker_args, ck.state_dict)
-        cp = CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict)
-        decoder = Decoder.from_state_dict(ck.decoder_args, ck.decoder_state_dict).to(place)
-        versions = {"torch": torch.__version__, "epub2audio": epub2audio.__version__}
-        if place == "cuda":
-            versions["cuda"] = str(torch.version.cuda)
+        stages = _Stages.build(ck, device, length_cap)
         speaker = speaker.lower()
         info = VoiceInfo(
             name=name or f"qwen3:{speaker}",
@@ -160,12 +179,12 @@ class Qwen3Voice:
             backend="torch",
             precision="fp32",
             # the weights, the speaker, where the decoder ran and the cap all change the audio
-            model_id=f"{folder_id(ck)}+speaker-{speaker}+torch:fp32{'' if place == 'cpu' else '@decoder=' + place}"
-                     f"{'' if length_cap == 'tight' else '+cap-' + length_cap}",
-            versions=versions,
+            model_id=f"{folder_id(ck)}+speaker-{speaker}+torch:fp32{stages.id_tail}",
+            versions=stages.versions,
         )
-        return cls(info=info, checkpoint=ck, tokenizer=tokenizer, talker=talker, code_predictor=cp, decoder=decoder,
-                   speaker=speaker, length_cap=length_cap)  # fmt: skip
+        return cls(info=info, checkpoint=ck, tokenizer=stages.tokenizer, talker=stages.talker,
+                   code_predictor=stages.code_predictor, decoder=stages.decoder, speaker=speaker,
+                   length_cap=length_cap)  # fmt: skip
 
     @classmethod
     def load_clone(cls, model_dir: str | os.PathLike, clone_dir: str | os.PathLike, *, name: str,
@@ -184,14 +203,7 @@ class Qwen3Voice:
         if prompt.model_id != configs_id(model_dir):
             raise InputError(f"voice {name}: its clone prompt was made with another Base folder than {Path(model_dir)}; "
                              "add the voice again")  # fmt: skip
-        tokenizer = load_text_tokenizer(ck.paths.model_dir, ck.text_ids)
-        place = decoder_device(device)
-        talker = Talker.from_state_dict(ck.talker_args, ck.state_dict)
-        cp = CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict)
-        decoder = Decoder.from_state_dict(ck.decoder_args, ck.decoder_state_dict).to(place)
-        versions = {"torch": torch.__version__, "epub2audio": epub2audio.__version__}
-        if place == "cuda":
-            versions["cuda"] = str(torch.version.cuda)
+        stages = _Stages.build(ck, device, length_cap)
         info = VoiceInfo(
             name=name,
             narrator=f"Qwen3-TTS ({name.split(':', 1)[-1]}, cloned)",
@@ -199,12 +211,12 @@ class Qwen3Voice:
             backend="torch",
             precision="fp32",
             # the weights, the prompt, where the decoder ran and the cap all change the audio
-            model_id=f"{folder_id(ck)}+clone-{prompt_id(prompt)}+torch:fp32{'' if place == 'cpu' else '@decoder=' + place}"
-                     f"{'' if length_cap == 'tight' else '+cap-' + length_cap}",
-            versions=versions,
+            model_id=f"{folder_id(ck)}+clone-{prompt_id(prompt)}+torch:fp32{stages.id_tail}",
+            versions=stages.versions,
         )
-        return cls(info=info, checkpoint=ck, tokenizer=tokenizer, talker=talker, code_predictor=cp, decoder=decoder,
-                   speaker="", length_cap=length_cap, clone=prompt)  # fmt: skip
+        return cls(info=info, checkpoint=ck, tokenizer=stages.tokenizer, talker=stages.talker,
+                   code_predictor=stages.code_predictor, decoder=stages.decoder, speaker="",
+                   length_cap=length_cap, clone=prompt)  # fmt: skip
 
     def language(self, tag: str | None) -> str:
         return language_name(tag, self.checkpoint.talker_args.codec_language_id)
