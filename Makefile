@@ -38,8 +38,10 @@ demo: $(VENV)/.core
 	$(BIN)/epub2audio $(SAMPLE) -o $(DEMO_OUT)
 	@echo "Made $(DEMO_OUT)"
 
+# In parallel on every core (pytest-xdist); tests that must share a worker name one xdist_group.
+# The slowest 25 are printed so that a slow new test is seen.
 test: system-deps $(VENV)/.dev
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=25
 
 clean:
 	rm -rf $(VENV) out
