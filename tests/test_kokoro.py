@@ -323,3 +323,64 @@ def test_a_japanese_book_read_by_joe_names_the_kokoro_voices(data_dir):
         "a CosyVoice3 voice (make one with `epub2audio voice add NAME --wav FILE`)")
     assert language_warning("en-GB", "kokoro:jm_kumo") is None and language_warning("ja", "kokoro:jf_alpha") is None
     assert language_changes_audio("kokoro:jm_kumo") and not language_changes_audio("joe")
+
+
+# ---- word timing (--readalong words) --------------------------------------------------------------
+
+@pytest.mark.slow
+def test_the_duration_output_changes_no_byte_of_the_audio(data_dir, monkeypatch):
+    """The graph with the duration predictor's frames as a second output gives the audio of the
+    graph as shipped, byte for byte; the frames × 600 are the audio's length, chunk by chunk, and
+    the durations graph (no decoder) reports the same frames."""
+    text = "The old lighthouse keeper climbed the stairs. He lit the lamp, and watched the ships."
+    voice = kokoro.load("kokoro:jf_alpha")
+    with monkeypatch.context() as m:
+        m.setattr(kokoro, "expose_durations", lambda model: None)  # the graph as it was before
+        plain = kokoro.load("kokoro:jf_alpha")
+    assert [o.name for o in plain._session.get_outputs()] == ["audio"]
+    assert [o.name for o in voice._session.get_outputs()] == ["audio", "/encoder/Cast_output_0"]
+    assert not plain.times_words and voice.times_words
+    audio = voice.synthesize(text, 7)
+    assert audio == plain.synthesize(text, 7)
+    (chunk,) = voice.phonemes(text)
+    pcm, frames = voice.run_aligned(chunk)
+    assert len(frames) == len(chunk) + 2 and frames.min() >= 1
+    assert int(frames.sum()) * kokoro.FRAME_SAMPLES == len(pcm) == len(audio) // 2
+    assert np.array_equal(voice.frames(chunk), frames)
+    assert voice.word_times(text, 7)["samples"] == len(audio) // 2
+
+
+def kokoro_word_starts(voice, text: str, seed: int) -> list[list[tuple[int, int, int]]]:
+    """Per chunk, (start of the word's first phoneme, duration of the phoneme before it, duration
+    of its first phoneme) of each word the phonemes say (a space starts a word), from the frames
+    the full graph reported while making the audio."""
+    out, at = [], 0
+    for chunk in voice.phonemes(text):
+        _, frames = voice.run_aligned(chunk)
+        samples = frames * kokoro.FRAME_SAMPLES
+        position = at + int(samples[0])
+        words, previous, new_word = [], int(samples[0]), True
+        for phoneme, length in zip(chunk, samples[1:-1]):
+            if phoneme == " ":
+                new_word = True
+            elif new_word and phoneme not in "ˈˌ":
+                words.append((position, previous, int(length)))
+                new_word = False
+            previous = int(length)
+            position += int(length)
+        out.append(words)
+        at += int(samples.sum())
+    return out
+
+
+@pytest.mark.slow
+def test_kokoro_word_times_are_within_one_phoneme_of_its_durations(data_dir, tmp_path):
+    """--readalong words with a Kokoro voice, measured as joe's is (test_readalong_words): each
+    word's clipBegin within one phoneme of the start its durations give."""
+    from cli_run import SAMPLE
+    from test_readalong_words import _check_words_against_durations
+
+    voice = kokoro.load("kokoro:jf_alpha")
+    found = _check_words_against_durations(tmp_path, SAMPLE, "kokoro:jf_alpha", voice, kokoro_word_starts)
+    print(f"kokoro:jf_alpha: {found['checked']} word starts checked of {found['words']} words; deviation "
+          f"{found['mean_in_phonemes']:.3f} phonemes on average, {found['worst_in_phonemes']:.3f} at worst")

