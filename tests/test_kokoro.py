@@ -64,6 +64,38 @@ def test_which_phonemiser_reads_a_segment(text, language, reads):
     assert kokoro.reads_as(text, language) == reads
 
 
+def test_affricates_are_joined_into_the_symbols_of_upstreams_vocabulary(phonemize):
+    """espeak writes tʃ dʒ ts dz as two symbols; Kokoro's vocabulary (upstream's config.json, as
+    kokoro-onnx ships it) holds each affricate as one, which is what the model was trained on."""
+    table = kokoro.vocab()
+    assert all(joined in table for joined in kokoro.AFFRICATES.values())
+    english = phonemize.known(phonemize("The church judge sat with the cats and their beds."))
+    assert "ʧˈɜːʧ ʤˈʌʤ" in english and "tʃ" not in english and "dʒ" not in english
+    assert "kˈæts" in english and "bˈɛdz" in english  # English ts and dz are two sounds
+    italian = kokoro.EnglishPhonemizer(table, "it")
+    assert italian.known(italian("La pizza è a zero.")) == "la pˈiʦːa e a ʣˈɛro."
+
+
+@pytest.mark.parametrize("style, voice", [
+    ("af_heart", "en-us"), ("bf_emma", "en-gb-x-rp"), ("ff_siwis", "fr"), ("if_sara", "it"), ("em_alex", "es"),
+    ("pf_dora", "pt-br"), ("hf_alpha", "hi"), ("zf_xiaobei", "cmn"), ("jm_kumo", "en-us"),
+    ("af_sarah:0.3,ff_siwis:0.7", "fr"), ("mine", "en-us"),
+])
+def test_each_packs_language_gets_its_espeak_voice(style, voice):
+    assert kokoro.espeak_voice(style) == voice
+
+
+def test_espeak_speaks_every_packs_voice():
+    """Each voice espeak_voice names is one the bundled espeak-ng accepts (it refuses en-gb)."""
+    from piper.phonemize_espeak import EspeakPhonemizer
+
+    espeak = EspeakPhonemizer()
+    for voice in sorted(set(kokoro.ESPEAK_VOICES.values())):
+        assert espeak.phonemize(voice, "a")
+    with pytest.raises(Exception, match="en-gb"):
+        espeak.phonemize("en-gb", "a")
+
+
 def test_symbols_without_an_id_are_left_out_and_ipa_is_composed(phonemize):
     # espeak data decomposes ç (NFD); the table holds the composed symbol. ʘ has no id.
     assert phonemize.known("c\u0327aʘb") == "çab"

@@ -43,6 +43,7 @@ from ..config import data_dir
 from ..errors import InputError
 from ..files import sha256_file
 from .base import VoiceInfo
+from .durations import chunk_stream, durations_graph, expose_durations
 
 SAMPLE_RATE = 24_000
 PACKAGED_STYLES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")
@@ -59,7 +60,7 @@ FRAME_SAMPLES = 600
 SPLIT_MARKS = (".!?…", ":;,—", " ")
 CLOSERS = ")”\""
 # Changing anything here changes the audio, so it is part of the model identity.
-RECIPE = f"espeak-en-us;nfc;chunks={MAX_PHONEMES}:sentence,clause,word;row=n-1;pcm16"
+RECIPE = f"espeak;affricates-joined;nfc;chunks={MAX_PHONEMES}:sentence,clause,word;row=n-1;pcm16"
 
 
 # ---- style packs -------------------------------------------------------------------------------
@@ -338,46 +339,6 @@ def _float_bias(add, conv_output: str, producer: dict, const) -> str | None:
     return None
 
 
-# ---- durations ----------------------------------------------------------------------------------
-
-def expose_durations(model) -> str | None:
-    """Make the duration predictor's frames per token a second output of the graph: the int64 Cast
-    of Clip(Round(durations / speed), min 1), the graph's one Round (kokoro's pred_dur). None if
-    the graph has no such chain. Nothing is computed differently: the audio stays byte-identical."""
-    rounds = [n for n in model.graph.node if n.op_type == "Round"]
-    if len(rounds) != 1:
-        return None
-    consumers: dict[str, list] = {}
-    for n in model.graph.node:
-        for i in n.input:
-            consumers.setdefault(i, []).append(n)
-    clip = consumers.get(rounds[0].output[0], [])
-    if len(clip) != 1 or clip[0].op_type != "Clip":
-        return None
-    cast = [n for n in consumers.get(clip[0].output[0], []) if n.op_type == "Cast"]
-    if len(cast) != 1:
-        return None
-    name = cast[0].output[0]
-    if not any(o.name == name for o in model.graph.output):
-        from onnx import ValueInfoProto
-
-        value = ValueInfoProto()
-        value.name = name
-        model.graph.output.append(value)
-    return name
-
-
-def durations_graph(model, durations: str):
-    """The part of the graph that computes the durations (text encoder and duration predictor,
-    not the decoder), or None if it cannot be cut out."""
-    import onnx.utils
-
-    try:
-        return onnx.utils.Extractor(model).extract_model([i.name for i in model.graph.input], [durations])
-    except Exception:  # noqa: BLE001 — an export we cannot cut: the full graph reports them too
-        return None
-
-
 # ---- phonemes ------------------------------------------------------------------------------------
 
 # Kana are written only in Japanese: a segment with kana and no language of its own is Japanese.
@@ -412,14 +373,41 @@ class JapanesePhonemizer:
         return self._g2p(plain(text)).strip()
 
 
-class EnglishPhonemizer:
-    """Text → Kokoro phonemes through piper-tts's espeak-ng (en-us)."""
+# The espeak-ng voice for each of upstream's language letters (the first letter of a pack's name:
+# af_heart is American English, bf_emma British, ff_siwis French, …). espeak-ng refuses `en-gb`
+# itself; `en-gb-x-rp` is its Received Pronunciation. Japanese packs (j) read English as en-us;
+# their Japanese goes through the Japanese frontend.
+ESPEAK_VOICES = {"a": "en-us", "b": "en-gb-x-rp", "e": "es", "f": "fr", "h": "hi", "i": "it", "p": "pt-br",
+                 "z": "cmn", "j": "en-us"}
+# espeak-ng writes an affricate as two symbols; upstream's phoneme set (misaki, the model's
+# training phonemes) has each as one. English has only tʃ and dʒ as affricates: its ts and dz are a
+# stop and a fricative ("cats", "beds"), so they stay apart there.
+AFFRICATES = {"tʃ": "ʧ", "dʒ": "ʤ", "ts": "ʦ", "dz": "ʣ"}
+ENGLISH_AFFRICATES = {"tʃ": "ʧ", "dʒ": "ʤ"}
 
-    def __init__(self, ids: dict[str, int]):
+
+def espeak_voice(style: str) -> str:
+    """The espeak-ng voice for a style spec: its heaviest pack's language letter (en-us if unknown)."""
+    name = max(parse_style(style), key=lambda nw: nw[1])[0]
+    return ESPEAK_VOICES.get(name[:1].lower(), "en-us") if len(name) > 2 and name[1:2].isalpha() and name[2:3] == "_" \
+        else "en-us"
+
+
+def join_affricates(phonemes: str, voice: str) -> str:
+    table = ENGLISH_AFFRICATES if voice.startswith("en") else AFFRICATES
+    return re.sub("|".join(table), lambda m: table[m.group(0)], phonemes)
+
+
+class EnglishPhonemizer:
+    """Text → Kokoro phonemes through piper-tts's espeak-ng, in the pack's language (`voice`, an
+    espeak-ng voice: en-us unless told), affricates joined as upstream's phoneme set has them."""
+
+    def __init__(self, ids: dict[str, int], voice: str = "en-us"):
         from piper.phonemize_espeak import EspeakPhonemizer
 
         self._espeak = EspeakPhonemizer()
         self._ids = ids
+        self.voice = voice
 
     def __call__(self, text: str) -> str:
         from ..book.lexicon import MARKUP
@@ -438,8 +426,8 @@ class EnglishPhonemizer:
     def _speak(self, text: str) -> str:
         if not text.strip():
             return ""
-        sentences = self._espeak.phonemize("en-us", text)
-        return " ".join("".join(s).strip() for s in sentences if s)
+        sentences = self._espeak.phonemize(self.voice, text)
+        return join_affricates(" ".join("".join(s).strip() for s in sentences if s), self.voice)
 
     def known(self, phonemes: str) -> str:
         """Only the symbols the model has ids for (NFC: the vocab holds composed symbols, e.g. ç)."""
@@ -518,14 +506,14 @@ class KokoroVoice:
         if speed_type is np.int32 and settings.speed != int(settings.speed):
             raise ValueError(f"{source.name} takes whole-number speeds only, not {settings.speed}")
         self._speed = np.array([settings.speed], dtype=speed_type)
-        self.phonemize = EnglishPhonemizer(vocab())
+        self.phonemize = EnglishPhonemizer(vocab(), espeak_voice(settings.style))
         self._japanese: JapanesePhonemizer | None = None  # loaded with the first Japanese segment
         # The user's model runs as given unless rewritten (it may be fp32 or int8 already).
         precision = settings.precision if model != source or not settings.model else "as given"
         from importlib.metadata import version
 
         identity = (f"{sha256_file(source)}:{hashlib.sha256(self._style.tobytes()).hexdigest()}:"
-                    f"{settings.speed!r}:{precision}:{RECIPE}")
+                    f"{settings.speed!r}:{precision}:{RECIPE}:{self.phonemize.voice}")
         self.info = VoiceInfo(
             name=settings.name,
             narrator=f"{settings.style} (Kokoro-82M)",
@@ -600,16 +588,10 @@ class KokoroVoice:
 
         if not self.times_words:
             raise RuntimeError("this Kokoro model does not report its phoneme durations")
-        stream, at = [], 0  # (phoneme, first sample, end sample) over the whole segment
-        for chunk in self.phonemes(text, language):
-            samples = self.frames(chunk) * FRAME_SAMPLES
-            if len(samples) != len(chunk) + 2:
-                return {"samples": None, "words": []}
-            position = at + int(samples[0])
-            for phoneme, length in zip(chunk, samples[1:-1]):
-                stream.append((phoneme, position, position + int(length)))
-                position += int(length)
-            at += int(samples.sum())
+        chunks = self.phonemes(text, language)
+        stream, at = chunk_stream(chunks, [self.frames(c) * FRAME_SAMPLES for c in chunks])
+        if stream is None:
+            return {"samples": None, "words": []}
 
         def alone(word: str) -> list[str]:
             return [p for chunk in self.phonemes(word, language) for p in chunk]
