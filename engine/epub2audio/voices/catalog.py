@@ -289,9 +289,6 @@ def listing() -> list[Listed]:
     # The default first, then Kokoro (heard best, but 7-10x slower than joe: README "Voices"), then
     # the other Piper voices, CosyVoice3 and the test tone last.
     rows = [Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"], "Joe, the embedded Piper voice (en_US medium; default)")]
-    if hibari_installed():
-        rows.append(Listed("hibari", "hibari", SPEAKS["hibari"], SAMPLE_RATES["hibari"],
-                           "Heart, hibari's 8M student of Kokoro af_heart (en-US female)"))
     if kokoro_installed():
         rows += [Listed(f"kokoro:{s}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
                         f"Kokoro-82M, packaged {'male' if s.startswith('jm') else 'female'} speaker {s}")
@@ -303,6 +300,9 @@ def listing() -> list[Listed]:
             style = "?"
         rows.append(Listed(f"kokoro:{name}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
                            f"your Kokoro files, style {style}"))
+    if hibari_installed():
+        rows.append(Listed("hibari", "hibari", SPEAKS["hibari"], SAMPLE_RATES["hibari"],
+                           "Heart, hibari's 8M student of Kokoro af_heart (en-US female)"))
     rows += [Listed(v.name, v.family, v.languages, v.sample_rate, v.about) for v in piper_voices()]
     rows += [Listed(f"cosyvoice3:{p}", "CosyVoice3", COSYVOICE3_LANGUAGES, SAMPLE_RATES["cosyvoice3"],
                     "cloned from a reference recording") for p in saved_profiles()]
