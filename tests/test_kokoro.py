@@ -64,6 +64,38 @@ def test_which_phonemiser_reads_a_segment(text, language, reads):
     assert kokoro.reads_as(text, language) == reads
 
 
+def test_affricates_are_joined_into_the_symbols_of_upstreams_vocabulary(phonemize):
+    """espeak writes tʃ dʒ ts dz as two symbols; Kokoro's vocabulary (upstream's config.json, as
+    kokoro-onnx ships it) holds each affricate as one, which is what the model was trained on."""
+    table = kokoro.vocab()
+    assert all(joined in table for joined in kokoro.AFFRICATES.values())
+    english = phonemize.known(phonemize("The church judge sat with the cats and their beds."))
+    assert "ʧˈɜːʧ ʤˈʌʤ" in english and "tʃ" not in english and "dʒ" not in english
+    assert "kˈæts" in english and "bˈɛdz" in english  # English ts and dz are two sounds
+    italian = kokoro.EnglishPhonemizer(table, "it")
+    assert italian.known(italian("La pizza è a zero.")) == "la pˈiʦːa e a ʣˈɛro."
+
+
+@pytest.mark.parametrize("style, voice", [
+    ("af_heart", "en-us"), ("bf_emma", "en-gb-x-rp"), ("ff_siwis", "fr"), ("if_sara", "it"), ("em_alex", "es"),
+    ("pf_dora", "pt-br"), ("hf_alpha", "hi"), ("zf_xiaobei", "cmn"), ("jm_kumo", "en-us"),
+    ("af_sarah:0.3,ff_siwis:0.7", "fr"), ("mine", "en-us"),
+])
+def test_each_packs_language_gets_its_espeak_voice(style, voice):
+    assert kokoro.espeak_voice(style) == voice
+
+
+def test_espeak_speaks_every_packs_voice():
+    """Each voice espeak_voice names is one the bundled espeak-ng accepts (it refuses en-gb)."""
+    from piper.phonemize_espeak import EspeakPhonemizer
+
+    espeak = EspeakPhonemizer()
+    for voice in sorted(set(kokoro.ESPEAK_VOICES.values())):
+        assert espeak.phonemize(voice, "a")
+    with pytest.raises(Exception, match="en-gb"):
+        espeak.phonemize("en-gb", "a")
+
+
 def test_symbols_without_an_id_are_left_out_and_ipa_is_composed(phonemize):
     # espeak data decomposes ç (NFD); the table holds the composed symbol. ʘ has no id.
     assert phonemize.known("c\u0327aʘb") == "çab"
@@ -139,13 +171,15 @@ def test_bad_style_specs_are_refused(spec, message):
     assert str(caught.value) == message
 
 
-def test_packaged_packs_are_the_five_speakers():
+def test_packaged_packs_are_the_five_speakers_or_the_54_official_ones():
     packs = kokoro.read_packs(kokoro.packaged_voices_file())
-    assert sorted(packs) == ["jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"]
     assert {p.shape for p in packs.values()} == {(510, 256)}
-    from epub2audio.voices.catalog import KOKORO_STYLES
+    from epub2audio.voices.catalog import KOKORO_STYLES, kokoro_styles, official_packs
 
-    assert KOKORO_STYLES == kokoro.PACKAGED_STYLES == tuple(sorted(packs))  # the parent's list is the packs'
+    assert KOKORO_STYLES == kokoro.PACKAGED_STYLES
+    assert set(KOKORO_STYLES) <= set(packs)
+    assert kokoro_styles() == tuple(sorted(packs))  # the parent's list is the packs'
+    assert len(packs) == (54 if official_packs() else 5)
 
 
 # ---- the CLI: voice add / list ------------------------------------------------------------------
@@ -323,3 +357,64 @@ def test_a_japanese_book_read_by_joe_names_the_kokoro_voices(data_dir):
         "a CosyVoice3 voice (make one with `epub2audio voice add NAME --wav FILE`)")
     assert language_warning("en-GB", "kokoro:jm_kumo") is None and language_warning("ja", "kokoro:jf_alpha") is None
     assert language_changes_audio("kokoro:jm_kumo") and not language_changes_audio("joe")
+
+
+# ---- word timing (--readalong words) --------------------------------------------------------------
+
+@pytest.mark.slow
+def test_the_duration_output_changes_no_byte_of_the_audio(data_dir, monkeypatch):
+    """The graph with the duration predictor's frames as a second output gives the audio of the
+    graph as shipped, byte for byte; the frames × 600 are the audio's length, chunk by chunk, and
+    the durations graph (no decoder) reports the same frames."""
+    text = "The old lighthouse keeper climbed the stairs. He lit the lamp, and watched the ships."
+    voice = kokoro.load("kokoro:jf_alpha")
+    with monkeypatch.context() as m:
+        m.setattr(kokoro, "expose_durations", lambda model: None)  # the graph as it was before
+        plain = kokoro.load("kokoro:jf_alpha")
+    assert [o.name for o in plain._session.get_outputs()] == ["audio"]
+    assert [o.name for o in voice._session.get_outputs()] == ["audio", "/encoder/Cast_output_0"]
+    assert not plain.times_words and voice.times_words
+    audio = voice.synthesize(text, 7)
+    assert audio == plain.synthesize(text, 7)
+    (chunk,) = voice.phonemes(text)
+    pcm, frames = voice.run_aligned(chunk)
+    assert len(frames) == len(chunk) + 2 and frames.min() >= 1
+    assert int(frames.sum()) * kokoro.FRAME_SAMPLES == len(pcm) == len(audio) // 2
+    assert np.array_equal(voice.frames(chunk), frames)
+    assert voice.word_times(text, 7)["samples"] == len(audio) // 2
+
+
+def kokoro_word_starts(voice, text: str, seed: int) -> list[list[tuple[int, int, int]]]:
+    """Per chunk, (start of the word's first phoneme, duration of the phoneme before it, duration
+    of its first phoneme) of each word the phonemes say (a space starts a word), from the frames
+    the full graph reported while making the audio."""
+    out, at = [], 0
+    for chunk in voice.phonemes(text):
+        _, frames = voice.run_aligned(chunk)
+        samples = frames * kokoro.FRAME_SAMPLES
+        position = at + int(samples[0])
+        words, previous, new_word = [], int(samples[0]), True
+        for phoneme, length in zip(chunk, samples[1:-1]):
+            if phoneme == " ":
+                new_word = True
+            elif new_word and phoneme not in "ˈˌ":
+                words.append((position, previous, int(length)))
+                new_word = False
+            previous = int(length)
+            position += int(length)
+        out.append(words)
+        at += int(samples.sum())
+    return out
+
+
+@pytest.mark.slow
+def test_kokoro_word_times_are_within_one_phoneme_of_its_durations(data_dir, tmp_path):
+    """--readalong words with a Kokoro voice, measured as joe's is (test_readalong_words): each
+    word's clipBegin within one phoneme of the start its durations give."""
+    from cli_run import SAMPLE
+    from test_readalong_words import _check_words_against_durations
+
+    voice = kokoro.load("kokoro:jf_alpha")
+    found = _check_words_against_durations(tmp_path, SAMPLE, "kokoro:jf_alpha", voice, kokoro_word_starts)
+    print(f"kokoro:jf_alpha: {found['checked']} word starts checked of {found['words']} words; deviation "
+          f"{found['mean_in_phonemes']:.3f} phonemes on average, {found['worst_in_phonemes']:.3f} at worst")

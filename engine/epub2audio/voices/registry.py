@@ -17,6 +17,10 @@ def load_voice(name: str, *, threads: int = 1, options: dict | None = None) -> V
         from . import piper
 
         return piper.load(threads=threads, name=name, options=options)
+    if name == "hibari":
+        from . import hibari
+
+        return hibari.load(threads=threads, options=options)
     if name == "tone":
         from . import tone
 
