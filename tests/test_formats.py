@@ -166,3 +166,50 @@ def test_a_failed_encode_leaves_no_file(tmp_path, fmt, monkeypatch):
     with pytest.raises(Exception, match="ffmpeg failed"):
         WRITERS[fmt](out, [AudioChapter("One", [wav])], TAGS, None, SR)
     assert out.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["book." + fmt, "c.wav"]
+
+
+# ------------------------------------------------------------------------------------------
+# The command: --format, verify, resume and regen
+
+
+@pytest.mark.parametrize("fmt", ["mp3", "opus"])
+def test_format_converts_verifies_resumes_and_regens_the_same_bytes(tmp_path, fmt, monkeypatch):
+    import hashlib
+
+    from cli_run import epub2audio, story_epub
+
+    monkeypatch.setenv("EPUB2AUDIO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("EPUB2AUDIO_CONFIG", str(tmp_path / "config.toml"))
+    book = story_epub(tmp_path, [("One", ["The morning was cold.", "Nobody spoke."]), ("Two", ["A bell rang."])])
+    out, work = tmp_path / f"story.{fmt}", tmp_path / "job"
+    args = [book, "--format", fmt, "--voice", "tone", "--progress", "json", "--work-dir", work, "--subtitles", "srt"]
+    run = epub2audio(*args)  # -o left out: story.<fmt> beside the book
+    assert run.code == 0, run.stderr
+    (verdict,) = run.events("verify")
+    assert verdict["passed"] and verdict["problems"] == [], verdict
+    assert not (tmp_path / "story.m4b").exists() and (tmp_path / "story.srt").exists()
+    first = hashlib.sha256(out.read_bytes()).hexdigest()
+    out.unlink()
+    run = epub2audio("regen", out, "--segment", "1.2", "--work-dir", work)
+    assert run.code == 0, run.stderr
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == first
+    run = epub2audio(*args)  # resumed: nothing to render, the same file
+    assert run.code == 0, run.stderr
+    assert run.events("plan")[0]["to_render"] == 0
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == first
+    run = epub2audio("verify", out, "--work-dir", work, "--no-asr")
+    assert run.code == 0, run.stdout + run.stderr
+
+
+def test_the_output_suffix_must_match_the_format(tmp_path, monkeypatch):
+    from cli_run import epub2audio, story_epub
+
+    monkeypatch.setenv("EPUB2AUDIO_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("EPUB2AUDIO_CONFIG", str(tmp_path / "config.toml"))
+    book = story_epub(tmp_path, [("One", ["The morning was cold."])])
+    run = epub2audio(book, "-o", tmp_path / "story.m4b", "--format", "opus", "--voice", "tone", "--progress", "none")
+    assert run.code == 2 and run.stderr.strip().endswith("the output must be a .opus file (--format opus)")
+    (tmp_path / "config.toml").write_text('format = "flac"\n')
+    run = epub2audio(book, "--voice", "tone", "--progress", "none")
+    assert run.code == 2 and "setting format must be one of m4b, mp3, opus, got 'flac'" in run.stderr
+    assert len(run.stderr.splitlines()) == 1 and not list(tmp_path.glob("story.*[!b]"))

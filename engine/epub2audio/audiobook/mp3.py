@@ -62,7 +62,7 @@ def write_mp3(out_path: Path, chapters: Sequence[AudioChapter], tags: Tags, cove
             cmd += ["-map", "0:a"]
         cmd += ["-map_metadata", "1", "-map_chapters", "1"]
         cmd += ["-af", audio_filter, "-c:a", "libmp3lame", "-b:a", bitrate, "-ac", "1", "-ar", str(sample_rate)]
-        cmd += ["-id3v2_version", "4", "-write_xing", "1", "-f", "mp3", str(tmp)]
+        cmd += ["-fflags", "+bitexact", "-id3v2_version", "4", "-write_xing", "1", "-f", "mp3", str(tmp)]
         return cmd
 
     return encode_book(out_path, chapters, tags, cover, sample_rate, command, lambda tmp, _starts: None,

@@ -46,7 +46,8 @@ def write_opus(out_path: Path, chapters: Sequence[AudioChapter], tags: Tags, cov
         if rate != sample_rate:
             audio_filter += f",aresample={rate}"
         cmd += ["-af", audio_filter, "-c:a", "libopus", "-b:a", bitrate, "-ac", "1", "-ar", str(rate)]
-        cmd += ["-f", "opus", str(tmp)]
+        # bitexact: no random Ogg serial number, so the same store gives the same bytes
+        cmd += ["-fflags", "+bitexact", "-f", "opus", str(tmp)]
         return cmd
 
     def finish(tmp: Path, starts: list[int]) -> None:

@@ -44,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {DEFAULT_RESCAN:g})")
     parser.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                         help="progress of the book being converted; json also reports the watcher's events")
+    parser.add_argument("--format", choices=("m4b", "mp3", "opus"),
+                        help="the audiobooks' format (default m4b; config.toml: format)")
 
 
 def _check_folders(args: argparse.Namespace) -> tuple[Path, Path]:

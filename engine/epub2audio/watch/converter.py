@@ -103,7 +103,9 @@ class Converter:
         self.log.say("converting", book.source.name, f"-> {book.output}{resuming}", book.sha256)
         progress = WarningsToLog(for_mode(self.progress_mode), self.log, book)
         try:
-            result = convert(book.source, self.out_dir / book.output, self.options, progress)
+            # a book queued before the format changed (config.toml's format) is written in the new one
+            target = (self.out_dir / book.output).with_suffix(f".{getattr(self.options, 'audio_format', 'm4b')}")
+            result = convert(book.source, target, self.options, progress)
         except (Interrupted, KeyboardInterrupt):
             self.queue.requeue(book.sha256)
             self.log.say("stopped", book.source.name, "left in the queue; it resumes at the next start",
