@@ -92,8 +92,16 @@ def add_format_argument(p: argparse.ArgumentParser) -> None:
                         "tags, cover and loudness in each (config.toml: format; -o NAME.mp3 implies it)")
 
 
+def add_layout_argument(p: argparse.ArgumentParser, where: str) -> None:
+    p.add_argument("--layout", choices=("flat", "audiobookshelf"),
+                   help=f"audiobookshelf: write each book as {where}/Author/Series/Book N - Title/Title.m4b (no "
+                        "series level without a series), with cover.jpg, desc.txt and reader.txt beside it, as "
+                        "Audiobookshelf's folder scanner expects (config.toml: layout)")
+
+
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
     add_format_argument(p)
+    add_layout_argument(p, "OUT (-o, a folder; default: the book's)")
     p.add_argument("--subtitles", choices=("srt", "vtt"),
                    help="also write BOOK.srt or BOOK.vtt beside the M4B: one cue per sentence, on the M4B's timeline")
     p.add_argument("--readalong", nargs="?", const="sentences", choices=("sentences", "words"),
@@ -417,7 +425,7 @@ def run_convert(args: argparse.Namespace) -> int:
     if not args.book.is_file():
         raise InputError(f"{args.book}: no such file")
     suffix = args.output.suffix.lower().lstrip(".") if args.output else ""
-    if args.format is None and suffix in ("mp3", "opus", "m4b"):
+    if args.format is None and suffix in ("mp3", "opus", "m4b") and not (args.output and args.output.is_dir()):
         args.format = suffix  # -o book.mp3 says which format
     options = job_options(
         args,
@@ -432,7 +440,10 @@ def run_convert(args: argparse.Namespace) -> int:
     )
     from .progress import for_mode
 
-    output = args.output or args.book.with_suffix(f".{options.audio_format}")
+    if options.layout == "audiobookshelf":  # -o is the library folder
+        output = args.output or args.book.parent
+    else:
+        output = args.output or args.book.with_suffix(f".{options.audio_format}")
     convert(args.book, output, options, for_mode(args.progress))
     return EXIT_OK
 

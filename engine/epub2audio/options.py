@@ -112,4 +112,7 @@ def job_options(args: argparse.Namespace, **reading):
                                        getattr(args, "format", None)))
     if getattr(args, "seed", None) is not None:
         options.job_seed = args.seed
+    options.layout = getattr(args, "layout", None) or config.get("layout") or "flat"
+    if options.layout not in ("flat", "audiobookshelf"):
+        raise InputError(f"setting layout must be flat or audiobookshelf, got {options.layout!r}")
     return options

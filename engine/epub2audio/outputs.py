@@ -48,14 +48,19 @@ def assemble(store: SegmentStore, book: Book, out_path: Path, details: VoiceDeta
 
 def write_outputs(store: SegmentStore, book: Book, out_path: Path, m4b, details: VoiceDetails, outputs: dict,
                   progress: Progress | None = None) -> list[Path]:
-    """The subtitles and the read-along EPUB asked for, beside the M4B, from the store's timings."""
-    if not outputs.get("subtitles") and not outputs.get("readalong"):
-        return []
-    from .audiobook.timings import book_timings
-
-    sample_rate = details.sample_rate
-    timings = book_timings(store, sample_rate)
+    """The subtitles and the read-along EPUB asked for, beside the M4B, from the store's timings;
+    under --layout audiobookshelf the cover, desc.txt and reader.txt too."""
     written = []
+    if outputs.get("layout") == "audiobookshelf":
+        from .audiobook.m4b import _plain_text
+        from .audiobook.shelf import write_beside
+
+        written += write_beside(out_path, book.cover, _plain_text(book.description), details.narrator)
+    sample_rate = details.sample_rate
+    if outputs.get("subtitles") or outputs.get("readalong"):
+        from .audiobook.timings import book_timings
+
+        timings = book_timings(store, sample_rate)
     if outputs.get("subtitles"):
         from .audiobook.subtitles import write_subtitles
 

@@ -66,6 +66,9 @@ class ConvertOptions:
     # shared pool have the same interface.
     pool: Callable | None = None
     audio_format: str = "m4b"  # "mp3" | "opus": the audiobook itself (outputs.py), the same audio
+    # "audiobookshelf": the output path is a library folder; the book goes to
+    # Author/Series/Book N - Title/Title.<format> under it, with cover, desc.txt (audiobook/shelf.py)
+    layout: str = "flat"
     # Files beside the M4B, from the same timings (audiobook/subtitles.py, audiobook/readalong.py):
     subtitles: str | None = None  # "srt" | "vtt"
     readalong: str | None = None  # "sentences" (BOOK.readalong.epub)
@@ -545,6 +548,15 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
         progress.emit("warning", message=language)
     chapter_indices = select_chapters(book, options.chapters)
     out_path = Path(out_path)
+    if options.layout == "audiobookshelf":
+        from .audiobook.shelf import shelf_path
+
+        if not out_path.is_dir():
+            raise InputError(f"{out_path}: with --layout audiobookshelf the output is the library folder, "
+                             "which must exist")
+        out_path = shelf_path(out_path, book.title or Path(book_path).stem, book.authors, book.series,
+                              book.series_index, f".{options.audio_format}")
+        out_path.parent.mkdir(parents=True, exist_ok=True)
     if out_path.suffix.lower() != f".{options.audio_format}":
         raise InputError(f"{out_path}: the output must be a .{options.audio_format} file"
                          + (f" (--format {options.audio_format})" if options.audio_format != "m4b" else
@@ -608,7 +620,8 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
 
     progress.emit("stage", stage="assemble")
     result = assemble(store, book, out_path, details, options.audio_format)
-    outputs = {"subtitles": options.subtitles, "readalong": options.readalong, "format": options.audio_format}
+    outputs = {"subtitles": options.subtitles, "readalong": options.readalong, "format": options.audio_format,
+               "layout": options.layout}
     store.set_meta(outputs=json.dumps(outputs))  # regen rewrites them with the audiobook, in its format
     try:
         write_outputs(store, book, out_path, result, details, outputs, progress)
