@@ -83,6 +83,15 @@ class ConfigWidget(QWidget):
         self.copy_to_folder.setToolTip('Also save a copy of each finished audiobook in this folder')
         form.addRow('Also save &to folder:', self.copy_to_folder)
 
+        self.audio_format = QComboBox(self)
+        for label, value in (('M4B (chapters in Apple Books, BookPlayer, Audiobookshelf, ...)', 'm4b'),
+                             ('MP3 (ID3 chapters)', 'mp3'), ('Opus (smallest; Ogg chapters)', 'opus')):
+            self.audio_format.addItem(label, value)
+        self.audio_format.setCurrentIndex(max(0, self.audio_format.findData(prefs['format'] or 'm4b')))
+        self.audio_format.setToolTip('The audiobook\'s format (epub2audio --format): the same chapters, tags, '
+                                     'cover and loudness in each; it is added to the book as M4B, MP3 or OPUS')
+        form.addRow('Audiobook &format:', self.audio_format)
+
         self.readalong = QComboBox(self)
         for label, value in (('no', ''), ('yes, as the book\'s EPUB (the old one kept as ORIGINAL_EPUB)', 'epub'),
                              ('yes, saved in the folder above', 'folder')):
@@ -166,3 +175,4 @@ class ConfigWidget(QWidget):
         prefs['max_concurrent'] = int(self.max_concurrent.value())
         prefs['keep_job_files'] = bool(self.keep_job_files.isChecked())
         prefs['readalong'] = self.readalong.currentData() or ''
+        prefs['format'] = self.audio_format.currentData() or 'm4b'

@@ -190,6 +190,19 @@ def voice_choices(names: list[str], current: str = "") -> list[tuple[str, str]]:
 
 
 READALONG_CHOICES = ("", "epub", "folder")
+# The audiobook's format (epub2audio --format): the file's suffix and the calibre format it becomes.
+AUDIO_FORMATS = ("m4b", "mp3", "opus")
+
+
+def audio_format(choice) -> str:
+    """The saved choice, or m4b for anything else (an old or hand-edited setting)."""
+    return choice if choice in AUDIO_FORMATS else "m4b"
+
+
+def format_args(choice) -> list:
+    """The engine's arguments for the format (none for the default, so an older engine still runs)."""
+    fmt = audio_format(choice)
+    return [] if fmt == "m4b" else ["--format", fmt]
 
 
 def readalong_path(m4b: str) -> str:
@@ -691,10 +704,11 @@ def unique_path(folder: str, name: str, ext: str) -> str:
 
 
 def copy_to_folder(m4b: str, folder: str, name: str) -> str:
-    """Copy the finished M4B into `folder` as '<name>.m4b' (never overwriting); return the new path."""
+    """Copy the finished audiobook into `folder` as '<name>.m4b' (.mp3, .opus: its own suffix;
+    never overwriting); return the new path."""
     folder = os.path.expanduser(folder)
     os.makedirs(folder, exist_ok=True)
-    dest = unique_path(folder, safe_filename(name), ".m4b")
+    dest = unique_path(folder, safe_filename(name), os.path.splitext(m4b)[1] or ".m4b")
     shutil.copyfile(m4b, dest)
     return dest
 

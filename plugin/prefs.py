@@ -24,3 +24,6 @@ prefs.defaults['max_concurrent'] = 1
 # ORIGINAL_EPUB (calibre's own convention when it changes a book); 'folder' = saved in the
 # "Also save to folder" folder beside the copy of the audiobook.
 prefs.defaults['readalong'] = ''
+# The audiobook's format (epub2audio --format): 'm4b' (default), 'mp3' or 'opus'; it is added to
+# the book as the calibre format M4B, MP3 or OPUS.
+prefs.defaults['format'] = 'm4b'

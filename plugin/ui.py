@@ -32,7 +32,8 @@ def convert_book_job(spec, notifications=None, abort=None, log=None):
     exe = engine.find_engine(spec['engine_path'], env=env)
     cmd = engine.build_command(exe, spec['epub'], spec['output'], meta=spec['meta'], voice=spec['voice'],
                                chapters=spec['chapters'], work_dir=spec['work_dir'],
-                               extra_args=['--readalong'] if spec.get('readalong') else None)
+                               extra_args=(['--readalong'] if spec.get('readalong') else [])
+                               + engine.format_args(spec.get('format')) or None)
 
     def notify(fraction, message):
         notifications.put((fraction, message))
@@ -120,11 +121,13 @@ class ConvertToAudiobookAction(InterfaceAction):
         # resumes instead of starting over.
         job_home = os.path.join(cache_dir(), 'epub2audio', _safe_id(library_id), str(book_id))
         os.makedirs(job_home, exist_ok=True)
-        output = os.path.join(job_home, 'audiobook.m4b')
+        fmt = engine.audio_format(prefs['format'])
+        output = os.path.join(job_home, f'audiobook.{fmt}')
         spec = {
             'engine_path': prefs['engine_path'], 'voice': prefs['voice'], 'chapters': prefs['chapters'],
             'epub': epub, 'meta': meta_path, 'output': output, 'work_dir': os.path.join(job_home, 'job'),
             'readalong': prefs['readalong'] if prefs['readalong'] in engine.READALONG_CHOICES else '',
+            'format': fmt,
         }
         key = id(spec)
         spec['on_start'] = lambda proc: self._register_process(key, proc)
@@ -193,7 +196,8 @@ class ConvertToAudiobookAction(InterfaceAction):
                 f'The library changed or the book {title} was deleted while it was being converted. '
                 f'The audiobook was kept at {output}.'))
         try:
-            db.add_format(info['book_id'], FORMAT, output, run_hooks=False)
+            # M4B, MP3 or OPUS: the format is the file's suffix, as calibre names formats
+            db.add_format(info['book_id'], os.path.splitext(output)[1][1:].upper() or FORMAT, output, run_hooks=False)
         except Exception as err:
             import traceback
             return self.show_error('Audiobook not added', (

@@ -376,6 +376,15 @@ def test_copy_to_folder_never_overwrites(tmp_path):
     second = engine.copy_to_folder(str(m4b), str(tmp_path / "out"), "Title: A/B - Ann")
     assert Path(first).name == "Title_ A_B - Ann.m4b" and Path(second).name == "Title_ A_B - Ann (2).m4b"
     assert Path(second).read_bytes() == b"audio"
+    opus = tmp_path / "audiobook.opus"
+    opus.write_bytes(b"ogg")
+    assert Path(engine.copy_to_folder(str(opus), str(tmp_path / "out"), "Title")).name == "Title.opus"
+
+
+def test_the_format_setting_becomes_the_engines_flag():
+    assert engine.format_args("mp3") == ["--format", "mp3"] and engine.format_args("opus") == ["--format", "opus"]
+    assert engine.format_args("m4b") == [] and engine.format_args("flac") == [] and engine.format_args(None) == []
+    assert [engine.audio_format(c) for c in ("m4b", "mp3", "opus", "", "FLAC")] == ["m4b", "mp3", "opus", "m4b", "m4b"]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ class _Parser(argparse.ArgumentParser):
 def convert_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="epub2audio", description="Turn an EPUB into an M4B audiobook with chapters, read by a local voice.")
     p.add_argument("book", type=Path, help="the EPUB file")
-    p.add_argument("-o", "--output", type=Path, help="the M4B to write (default: next to the book)")
+    p.add_argument("-o", "--output", type=Path, help="the audiobook to write (default: next to the book, "
+                                                     "BOOK.m4b or the --format's suffix)")
     p.add_argument("--list-chapters", action="store_true", help="show the chapters and what is skipped, then stop")
     p.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1-3,7 (numbers from --list-chapters)")
     p.add_argument("--voice", help="auto (default: an installed voice that speaks the book's language; joe for "
@@ -84,7 +85,23 @@ def add_image_alt_argument(p: argparse.ArgumentParser) -> None:
                         "image_alt)")
 
 
+def add_format_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=("m4b", "mp3", "opus"),
+                   help="the audiobook's format: m4b (default; AAC, chapters Apple and Android read), mp3 "
+                        "(ID3v2.4 chapters) or opus (Ogg Opus, Vorbis-comment chapters); the same chapters, "
+                        "tags, cover and loudness in each (config.toml: format; -o NAME.mp3 implies it)")
+
+
+def add_layout_argument(p: argparse.ArgumentParser, where: str) -> None:
+    p.add_argument("--layout", choices=("flat", "audiobookshelf"),
+                   help=f"audiobookshelf: write each book as {where}/Author/Series/Book N - Title/Title.m4b (no "
+                        "series level without a series), with cover.jpg, desc.txt and reader.txt beside it, as "
+                        "Audiobookshelf's folder scanner expects (config.toml: layout)")
+
+
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
+    add_format_argument(p)
+    add_layout_argument(p, "OUT (-o, a folder; default: the book's)")
     p.add_argument("--subtitles", choices=("srt", "vtt"),
                    help="also write BOOK.srt or BOOK.vtt beside the M4B: one cue per sentence, on the M4B's timeline")
     p.add_argument("--readalong", nargs="?", const="sentences", choices=("sentences", "words"),
@@ -407,7 +424,9 @@ def run_convert(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.book.is_file():
         raise InputError(f"{args.book}: no such file")
-    output = args.output or args.book.with_suffix(".m4b")
+    suffix = args.output.suffix.lower().lstrip(".") if args.output else ""
+    if args.format is None and suffix in ("mp3", "opus", "m4b") and not (args.output and args.output.is_dir()):
+        args.format = suffix  # -o book.mp3 says which format
     options = job_options(
         args,
         chapters=parse_chapter_list(args.chapters) if args.chapters else None,
@@ -421,6 +440,10 @@ def run_convert(args: argparse.Namespace) -> int:
     )
     from .progress import for_mode
 
+    if options.layout == "audiobookshelf":  # -o is the library folder
+        output = args.output or args.book.parent
+    else:
+        output = args.output or args.book.with_suffix(f".{options.audio_format}")
     convert(args.book, output, options, for_mode(args.progress))
     return EXIT_OK
 

@@ -19,6 +19,7 @@ environment variables, command-line options. Keys in config.toml:
   lexicon = "/path/to/lexicon.txt"   (pronunciations shared by the command, calibre and the watcher)
   image_alt = false              (do not read pictures' descriptions; `--image-alt` and BOOK.epub2audio.toml's
                                   image_alt win over it)
+  format = "mp3"                 ("m4b", the default, "mp3" or "opus": the audiobook's format; `--format`)
   subtitles = "srt"              ("srt" or "vtt": BOOK.srt / BOOK.vtt beside every M4B; `--subtitles`)
   readalong = true               (BOOK.readalong.epub beside every M4B; `--readalong`; "words": each
                                  word highlighted where the voice says when it starts, `--readalong words`)
@@ -79,11 +80,17 @@ def worker_policy(config: dict) -> WorkerPolicy:
 
 
 SUBTITLE_FORMATS = ("srt", "vtt")
+AUDIO_FORMATS = ("m4b", "mp3", "opus")
 READALONG_LEVELS = ("sentences", "words")
 
 
-def outputs(config: dict, subtitles: str | None = None, readalong: str | None = None) -> dict:
-    """The files beside the M4B: the flags (--subtitles, --readalong) over config.toml's keys."""
+def outputs(config: dict, subtitles: str | None = None, readalong: str | None = None,
+            audio_format: str | None = None) -> dict:
+    """The audiobook's format and the files beside it: the flags (--format, --subtitles,
+    --readalong) over config.toml's keys."""
+    audio_format = audio_format or config.get("format") or "m4b"
+    if audio_format not in AUDIO_FORMATS:
+        raise InputError(f"setting format must be one of {', '.join(AUDIO_FORMATS)}, got {audio_format!r}")
     if subtitles is None:
         subtitles = config.get("subtitles") or None
     if subtitles is not None and subtitles not in SUBTITLE_FORMATS:
@@ -93,4 +100,4 @@ def outputs(config: dict, subtitles: str | None = None, readalong: str | None = 
         readalong = "sentences" if raw is True else (raw or None)
     if readalong is not None and readalong not in READALONG_LEVELS:
         raise InputError(f"setting readalong must be true or one of {', '.join(READALONG_LEVELS)}, got {readalong!r}")
-    return {"subtitles": subtitles, "readalong": readalong}
+    return {"subtitles": subtitles, "readalong": readalong, "audio_format": audio_format}

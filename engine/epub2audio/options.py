@@ -107,8 +107,12 @@ def job_options(args: argparse.Namespace, **reading):
     options = ConvertOptions(voice=voice.name, voice_options=voice.options, threads_per_worker=voice.threads,
                              workers=count, auto_workers=auto_workers(args, config), policy=worker_policy(config),
                              verify=not getattr(args, "no_verify", False), pool=worker_pool(args.ray), **reading,
-                             # config.toml's subtitles / readalong, the book command's flags over them
-                             **outputs(config, getattr(args, "subtitles", None), getattr(args, "readalong", None)))
+                             # config.toml's format / subtitles / readalong, the flags over them
+                             **outputs(config, getattr(args, "subtitles", None), getattr(args, "readalong", None),
+                                       getattr(args, "format", None)))
     if getattr(args, "seed", None) is not None:
         options.job_seed = args.seed
+    options.layout = getattr(args, "layout", None) or config.get("layout") or "flat"
+    if options.layout not in ("flat", "audiobookshelf"):
+        raise InputError(f"setting layout must be flat or audiobookshelf, got {options.layout!r}")
     return options

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
-from .audiobook.m4b import AudioChapter, tags_for_book, write_m4b
 from .book import Book
 from .book.epub import load_book
 from .book.language import foreign, runs as language_runs, split_voice, with_voice
@@ -30,6 +29,7 @@ from .book.segment import segment_chapter, split_in_two, split_sentences
 from .book.skips import plan_fields
 from .config import cache_dir, load_config
 from .errors import InputError, JobFailed
+from .outputs import assemble, audio_chapters, write_outputs  # noqa: F401  (audio_chapters: tests)
 from .progress import Eta, Progress
 from .store import PlannedSegment, SegmentStore, job_dir_for, segment_key, segment_seed
 from .voices.catalog import AUTO, VoiceChoice, choose_voice, language_changes_audio, language_warning, resolve
@@ -65,6 +65,10 @@ class ConvertOptions:
     # policy, log_path). None = local worker processes; ray_pool.RayWorkerPool and library.py's
     # shared pool have the same interface.
     pool: Callable | None = None
+    audio_format: str = "m4b"  # "mp3" | "opus": the audiobook itself (outputs.py), the same audio
+    # "audiobookshelf": the output path is a library folder; the book goes to
+    # Author/Series/Book N - Title/Title.<format> under it, with cover, desc.txt (audiobook/shelf.py)
+    layout: str = "flat"
     # Files beside the M4B, from the same timings (audiobook/subtitles.py, audiobook/readalong.py):
     subtitles: str | None = None  # "srt" | "vtt"
     readalong: str | None = None  # "sentences" (BOOK.readalong.epub)
@@ -544,8 +548,19 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
         progress.emit("warning", message=language)
     chapter_indices = select_chapters(book, options.chapters)
     out_path = Path(out_path)
-    if out_path.suffix.lower() != ".m4b":
-        raise InputError(f"{out_path}: the output must be an .m4b file")
+    if options.layout == "audiobookshelf":
+        from .audiobook.shelf import shelf_path
+
+        if not out_path.is_dir():
+            raise InputError(f"{out_path}: with --layout audiobookshelf the output is the library folder, "
+                             "which must exist")
+        out_path = shelf_path(out_path, book.title or Path(book_path).stem, book.authors, book.series,
+                              book.series_index, f".{options.audio_format}")
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+    if out_path.suffix.lower() != f".{options.audio_format}":
+        raise InputError(f"{out_path}: the output must be a .{options.audio_format} file"
+                         + (f" (--format {options.audio_format})" if options.audio_format != "m4b" else
+                            " (--format mp3 or opus for the others)"))
     if not out_path.parent.is_dir():
         raise InputError(f"{out_path.parent}: the output folder does not exist")
 
@@ -604,9 +619,10 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
         )
 
     progress.emit("stage", stage="assemble")
-    result = assemble(store, book, out_path, details)
-    outputs = {"subtitles": options.subtitles, "readalong": options.readalong}
-    store.set_meta(outputs=json.dumps(outputs))  # regen rewrites them with the M4B
+    result = assemble(store, book, out_path, details, options.audio_format)
+    outputs = {"subtitles": options.subtitles, "readalong": options.readalong, "format": options.audio_format,
+               "layout": options.layout}
+    store.set_meta(outputs=json.dumps(outputs))  # regen rewrites them with the audiobook, in its format
     try:
         write_outputs(store, book, out_path, result, details, outputs, progress)
     finally:
@@ -797,78 +813,6 @@ def _render(turns: list[VoiceTurn], store: SegmentStore, todo: list[PlannedSegme
     return failures
 
 
-def audio_chapters(store: SegmentStore, sample_rate: int) -> dict[int, AudioChapter]:
-    """The book's audio as assemble() lays it out (store.layout), by chapter index: for each planned
-    segment in plan order, its WAV then its planned pause (in samples)."""
-    chapters: dict[int, AudioChapter] = {}
-    for chapter, title, parts in store.layout(sample_rate):
-        chapters[chapter] = AudioChapter(title=title, parts=[p for key, pause in parts
-                                                             for p in (store.audio_path(key), pause)])
-    return chapters
-
-
-def assemble(store: SegmentStore, book: Book, out_path: Path, details: VoiceDetails):
-    """The M4B from the stored segments, in plan order, with the planned pauses."""
-    chapters = audio_chapters(store, details.sample_rate)
-    tags = tags_for_book(book, narrator=details.narrator)
-    return write_m4b(out_path, list(chapters.values()), tags, book.cover, details.sample_rate)
-
-
-def write_outputs(store: SegmentStore, book: Book, out_path: Path, m4b, details: VoiceDetails, outputs: dict,
-                  progress: Progress | None = None) -> list[Path]:
-    """The subtitles and the read-along EPUB asked for, beside the M4B, from the store's timings."""
-    if not outputs.get("subtitles") and not outputs.get("readalong"):
-        return []
-    from .audiobook.timings import book_timings
-
-    sample_rate = details.sample_rate
-    timings = book_timings(store, sample_rate)
-    written = []
-    if outputs.get("subtitles"):
-        from .audiobook.subtitles import write_subtitles
-
-        written.append(write_subtitles(out_path, outputs["subtitles"], timings, sample_rate))
-    if outputs.get("readalong"):
-        from .audiobook.readalong import write_readalong
-
-        word_begins = None
-        if outputs["readalong"] == "words":
-            word_begins = _word_begins(store, details, progress)
-        made = write_readalong(Path(book.path), out_path, timings, store, sample_rate, m4b.gain_db,
-                               language=book.language, narrator=details.narrator, word_begins=word_begins)
-        written.append(made.path)
-        for warning in made.warnings:
-            if progress is not None:
-                progress.emit("warning", message=warning)
-    if progress is not None:
-        for path in written:
-            progress.emit("output", path=str(path))
-    return written
-
-
-def _word_begins(store: SegmentStore, details: VoiceDetails, progress: Progress | None):
-    """`--readalong words`: a word_begins for write_readalong from the voice's word times
-    (audiobook/words.py), or None, with one warning line, where the voice cannot say them."""
-    from .audiobook import words
-
-    try:
-        times = words.collect_word_times(store, store.job_dir / "worker.log")
-    except words.VoiceCannotTimeWords as error:
-        if progress is not None:
-            why = "cannot say when each word starts" if str(error) == words.UNTIMED else f"gave no word times ({error})"
-            progress.emit("warning", message=f"read-along: voice {details.name} {why}; "
-                                             f"the read-along book highlights whole sentences")
-        return None
-    keys = {(c, i): k for c, i, k, _ in store.plan()}
-    texts = {k: (store.segment_row(k) or {}).get("text", "") for k in keys.values()}
-
-    def word_begins(cues, text):
-        spoken = words.spoken_words(cues, keys, texts, times)
-        return words.written_word_begins(text, spoken) if spoken else []
-
-    return word_begins
-
-
 def _leaves(store: SegmentStore, segment: PlannedSegment) -> list[PlannedSegment]:
     """The segments actually rendered for `segment`: itself, or its pieces' leaves in order."""
     pieces = store.pieces(segment)
@@ -930,7 +874,8 @@ def regen(out_path: Path, chapter: int, index: int, *, work_dir: Path | None = N
     _compose_all(store, segment, row["voice"], details)
     identical = store.audio_path(key).read_bytes() == old
     book = load_book(store.get_meta("book"))
-    m4b = assemble(store, book, Path(out_path), details)
-    write_outputs(store, book, Path(out_path), m4b, details, json.loads(store.get_meta("outputs", "{}")))
+    outputs = json.loads(store.get_meta("outputs", "{}"))
+    m4b = assemble(store, book, Path(out_path), details, outputs.get("format") or "m4b")
+    write_outputs(store, book, Path(out_path), m4b, details, outputs)
     store.close()
     return RegenResult(row["text"], identical)

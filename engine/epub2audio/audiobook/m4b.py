@@ -94,6 +94,7 @@ class Tags:
     series: str = ""
     series_index: str = ""
     genre: str = "Audiobook"
+    asin: str = ""
 
 
 @dataclass
@@ -120,6 +121,7 @@ def tags_for_book(book: Book, narrator: str) -> Tags:
         isbn=_isbn(book.identifier),
         series=book.series.strip(),
         series_index=book.series_index.strip(),
+        asin=book.asin.strip(),
     )
 
 
@@ -166,6 +168,25 @@ def write_m4b(
     *,
     bitrate: str = "64k",
 ) -> M4BResult:
+    if sample_rate not in AAC_SAMPLE_RATES:
+        raise ValueError(f"AAC cannot encode at {sample_rate} Hz (allowed: {sorted(AAC_SAMPLE_RATES)})")
+
+    def command(tmp: Path, meta: Path, cover_file: Path | None, audio_filter: str) -> list[str]:
+        return _ffmpeg_command(tmp, meta, cover_file, sample_rate, bitrate, audio_filter)
+
+    def finish(tmp: Path, starts: list[int]) -> None:
+        _fix_chpl_titles(tmp)
+        _add_freeform_tags(tmp, tags)
+
+    return encode_book(out_path, chapters, tags, cover, sample_rate, command, finish, _global_tags(tags))
+
+
+def encode_book(out_path: Path, chapters: Sequence[AudioChapter], tags: Tags, cover: Cover | None,
+                sample_rate: int, command, finish, global_tags: list[tuple[str, str]]) -> M4BResult:
+    """What every audiobook format shares: the inputs checked, the chapter marks from sample
+    counts, one loudness measurement and one streamed encode through the same gain and limiter
+    (`command(tmp, ffmetadata, cover, filter)` is the format's ffmpeg line), then `finish(tmp, starts)`
+    (the format's tags; `starts`: the chapter marks in samples), fsync and an atomic rename onto `out_path`."""
     out_path = Path(out_path)
     lengths = _check_inputs(chapters, cover, sample_rate)
     starts = list(itertools.accumulate(lengths[:-1], initial=0))
@@ -174,19 +195,18 @@ def write_m4b(
     _remove_stale_partials(out_path)
     tmp = _create_partial(out_path)
     try:
-        with tempfile.TemporaryDirectory(prefix="epub2audio-m4b-") as work:
+        with tempfile.TemporaryDirectory(prefix="epub2audio-book-") as work:
             meta = Path(work) / "metadata.txt"
-            meta.write_text(ffmetadata(chapters, starts, total, tags, sample_rate), encoding="utf-8")
+            meta.write_text(ffmetadata(chapters, starts, total, tags, sample_rate, global_tags), encoding="utf-8")
             cover_file = _write_cover(Path(work), cover) if cover else None
             gain = levels.book_gain(lambda chains: _measure(chains, chapters, lengths, sample_rate))
-            cmd = _ffmpeg_command(tmp, meta, cover_file, sample_rate, bitrate, levels.filter_chain(gain))
-            _run_ffmpeg(cmd, _pcm_chunks(chapters, lengths), "encoding the M4B")
-        _fix_chpl_titles(tmp)
-        _add_freeform_tags(tmp, tags)
+            cmd = command(tmp, meta, cover_file, levels.filter_chain(gain))
+            _run_ffmpeg(cmd, _pcm_chunks(chapters, lengths), f"encoding the {out_path.suffix.lstrip('.').upper()}")
+        finish(tmp, starts)
         _fsync_file(tmp)
         os.replace(tmp, out_path)
     except BaseException:
-        # Also on KeyboardInterrupt: a half-written .m4b must never be left behind.
+        # Also on KeyboardInterrupt: a half-written book must never be left behind.
         tmp.unlink(missing_ok=True)
         raise
     _fsync_dir(out_path.parent)  # make the rename itself durable
@@ -195,15 +215,16 @@ def write_m4b(
 
 def _remove_stale_partials(out_path: Path) -> None:
     """A process killed with SIGKILL mid-write cannot clean up; the next run for the same output does."""
-    for stale in out_path.parent.glob(f".{glob.escape(out_path.stem)}.*.partial.m4b"):
-        if re.fullmatch(r"[0-9a-f]{8}", stale.name[len(out_path.stem) + 2 : -len(".partial.m4b")]):
+    ending = f".partial{out_path.suffix}"
+    for stale in out_path.parent.glob(f".{glob.escape(out_path.stem)}.*{ending}"):
+        if re.fullmatch(r"[0-9a-f]{8}", stale.name[len(out_path.stem) + 2 : -len(ending)]):
             stale.unlink(missing_ok=True)
 
 
 def _create_partial(out_path: Path) -> Path:
     """Reserve a hidden, unique temp file beside the destination (same filesystem: rename is atomic)."""
     while True:
-        tmp = out_path.with_name(f".{out_path.stem}.{secrets.token_hex(4)}.partial.m4b")
+        tmp = out_path.with_name(f".{out_path.stem}.{secrets.token_hex(4)}.partial{out_path.suffix}")
         try:
             # O_EXCL: two jobs writing the same book never share a temp file. Mode 0o666 lets the
             # umask decide, as for any file the user creates (mkstemp would force 0600).
@@ -215,10 +236,8 @@ def _create_partial(out_path: Path) -> Path:
 
 def _check_inputs(chapters: Sequence[AudioChapter], cover: Cover | None, sample_rate: int) -> list[int]:
     """Validate everything before ffmpeg starts; return each chapter's length in samples."""
-    if sample_rate not in AAC_SAMPLE_RATES:
-        raise ValueError(f"AAC cannot encode at {sample_rate} Hz (allowed: {sorted(AAC_SAMPLE_RATES)})")
     if not chapters:
-        raise ValueError("an M4B needs at least one chapter")
+        raise ValueError("an audiobook needs at least one chapter")
     if cover is not None and _cover_suffix(cover) is None:
         raise ValueError(f"cover must be JPEG or PNG, not {cover.media_type!r}")
     lengths = []
@@ -266,11 +285,13 @@ def _write_cover(work: Path, cover: Cover) -> Path:
 
 
 def ffmetadata(
-    chapters: Sequence[AudioChapter], starts: Sequence[int], total: int, tags: Tags, sample_rate: int
+    chapters: Sequence[AudioChapter], starts: Sequence[int], total: int, tags: Tags, sample_rate: int,
+    global_tags: list[tuple[str, str]] | None = None,
 ) -> str:
-    """The FFMETADATA1 text: global tags plus one [CHAPTER] per chapter, in sample units."""
+    """The FFMETADATA1 text: global tags (the M4B's unless given) plus one [CHAPTER] per chapter,
+    in sample units."""
     lines = [";FFMETADATA1"]
-    lines += [f"{key}={_escape(value)}" for key, value in _global_tags(tags) if value]
+    lines += [f"{key}={_escape(value)}" for key, value in (global_tags or _global_tags(tags)) if value]
     ends = [*starts[1:], total]
     for chapter, start, end in zip(chapters, starts, ends):
         lines += [
@@ -501,6 +522,7 @@ def _add_freeform_tags(path: Path, tags: Tags) -> None:
         "series": tags.series,
         "series-part": tags.series_index,
         "ISBN": tags.isbn,
+        "ASIN": tags.asin,
         "language": tags.language,
         "publisher": tags.publisher,
     }

@@ -42,6 +42,7 @@ import subprocess
 import tempfile
 import time
 import zipfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +52,7 @@ from ..book.text import is_unread
 from ..errors import InputError
 from . import levels
 from .ffmpeg import ffmpeg_exe
+from .html5 import dropped_line, upgrade_markup
 from .m4b import AudioChapter, _pcm_chunks, _run_ffmpeg
 from .timings import ChapterTiming, Cue
 
@@ -833,6 +835,7 @@ def _build(epub: Path, source: _Source, timings, store, sample_rate, gain_db, la
     # the content documents the chapters were read from
     documents: dict[str, _Document] = {}
     warnings: list[str] = []
+    dropped: Counter = Counter()  # HTML 4 markup the upgrade had no HTML5 form for
     for timing in timings:
         for src in timing.sources:
             name = source.path(src)
@@ -905,7 +908,7 @@ def _build(epub: Path, source: _Source, timings, store, sample_rate, gain_db, la
                                  _clock(begins[k + 1], sample_rate)[0]) for k, (word_id, _) in enumerate(words)]))
         added[smil_name] = _smil(pars)
         if upgrade:
-            _as_html5(doc.root, name, source.entries)
+            _as_html5(doc.root, name, source.entries, dropped)
         _add_stylesheet(doc, css_name)
         replaced[name] = _serialise(doc.tree, html5=upgrade or _has_html5_doctype(source.entries[name]))
         overlay_ms[smil_name] = total
@@ -926,7 +929,7 @@ def _build(epub: Path, source: _Source, timings, store, sample_rate, gain_db, la
                              properties="nav").set("media-type", "application/xhtml+xml")
         for name, item in items_by_path.items():  # every XHTML document gets the HTML5 doctype
             if item.get("media-type") == "application/xhtml+xml" and name not in replaced and name in source.entries:
-                replaced[name] = _html5_doctype(source.entries[name], name, source.entries)
+                replaced[name] = _html5_doctype(source.entries[name], name, source.entries, dropped)
             elif item.get("media-type") == "application/x-dtbncx+xml" and name in source.entries:
                 replaced[name] = _ncx_without_doctype(source.entries[name])
             if item.get("media-type") == "application/xhtml+xml" and name in replaced:
@@ -960,6 +963,8 @@ def _build(epub: Path, source: _Source, timings, store, sample_rate, gain_db, la
     if lost_total:
         warnings.append(f"read-along: {lost_total} sentence(s) said in the audiobook were not found in the "
                         f"book's documents; they play without a highlight")
+    if dropped_line(dropped):
+        warnings.append(dropped_line(dropped))
     archive = _zip(source, replaced, added)
     return archive, ReadalongResult(Path(), sentences, lost_total, warnings)
 
@@ -974,13 +979,13 @@ def _has_html5_doctype(data: bytes) -> bool:
     return b"<!doctype html>" in head
 
 
-def _html5_doctype(data: bytes, name: str, entries: dict) -> bytes:
+def _html5_doctype(data: bytes, name: str, entries: dict, dropped: Counter | None = None) -> bytes:
     """An EPUB 2 XHTML document as EPUB 3 wants it (see _as_html5), all else as it was."""
     try:
         root = etree.fromstring(data, etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True))
     except etree.XMLSyntaxError:
         return data
-    _as_html5(root, name, entries)
+    _as_html5(root, name, entries, dropped)
     return _serialise(root.getroottree(), html5=True)
 
 
@@ -988,12 +993,6 @@ def _html5_doctype(data: bytes, name: str, entries: dict) -> bytes:
 # properties): inline SVG, MathML, scripts.
 CONTENT_PROPERTIES = (("svg", "{http://www.w3.org/2000/svg}svg"), ("mathml", "{http://www.w3.org/1998/Math/MathML}math"),
                       ("scripted", f"{{{XHTML}}}script"))
-# HTML 4 attributes HTML5 made obsolete, which EPUB 3 validators refuse: dropped on upgrade. (A
-# table's border may only be "" or "1" in HTML5: "0" is dropped, its meaning being the default,
-# other widths become "1".)
-OBSOLETE_ATTRIBUTES = {f"{{{XHTML}}}table": ("summary", "cellspacing", "cellpadding")}
-
-
 def _declare_content_properties(item, data: bytes) -> None:
     try:
         root = etree.fromstring(data, etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True))
@@ -1007,26 +1006,28 @@ def _declare_content_properties(item, data: bytes) -> None:
         item.set("properties", " ".join(have))
 
 
-def _as_html5(root, name: str, entries: dict) -> None:
+def _as_html5(root, name: str, entries: dict, dropped: Counter | None = None) -> None:
     """What HTML5 says differently from XHTML 1.1: in the head, the encoding is declared as
     `text/html; charset=utf-8` (we write UTF-8, whatever the source was), and Content-Style-Type
-    is not a pragma HTML5 has; in the body, the HTML 4 attributes HTML5 made obsolete
-    (OBSOLETE_ATTRIBUTES) and a `tag` attribute that only repeats its element's own name (an old
-    Project Gutenberg converter's leftover: tag="{http://www.w3.org/1999/xhtml}a" on an <a>) are
-    dropped; so is a <link> in the head to a stylesheet the book does not have (calibre keeps
-    them), which EPUB 3 counts as an error. The doctype is the caller's. Nothing else changes."""
+    is not a pragma HTML5 has; in the body, a `tag` attribute that only repeats its element's
+    own name (an old Project Gutenberg converter's leftover: tag="{http://www.w3.org/1999/xhtml}a"
+    on an <a>) is dropped; so is a <link> in the head to a stylesheet the book does not have (calibre keeps
+    them), which EPUB 3 counts as an error. The rest of HTML 4's obsolete markup (<big>, <font>,
+    align=, width="50%", ...) becomes its HTML5 form, or is dropped and counted in `dropped`
+    (html5.upgrade_markup). The doctype is the caller's. Nothing else changes."""
     for el in root.iter():
         if not isinstance(el.tag, str):
             continue
         if el.get("tag") == el.tag:
             del el.attrib["tag"]
-        for attribute in OBSOLETE_ATTRIBUTES.get(el.tag, ()):
-            el.attrib.pop(attribute, None)
         if el.tag == f"{{{XHTML}}}table" and el.get("border") not in (None, "", "1"):
             if el.get("border").strip() in ("0", "0px"):
                 del el.attrib["border"]
             else:
                 el.set("border", "1")
+    found = upgrade_markup(root)
+    if dropped is not None:
+        dropped.update(found)
     head = root.find(f"{{{XHTML}}}head")
     if head is None:
         return

@@ -231,6 +231,8 @@ class _Loader:
             description=self.meta.description(),
             publisher=self.meta.first("publisher"),
             identifier=self.meta.identifier(),
+            series=self.meta.series()[0],
+            series_index=self.meta.series()[1],
             cover=self.meta.cover(cover_docs, self._doc_images),
             pronunciation_lexicon=self._pls_entries(),
             warnings=self.warnings,

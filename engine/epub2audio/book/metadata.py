@@ -19,6 +19,16 @@ OPF_NS = "{http://www.idpf.org/2007/opf}"
 ISBN = re.compile(r"^(urn:isbn:|isbn:?\s*)?((97[89])?[\d-]{9,17}[\dXx])$", re.IGNORECASE)
 
 
+def _position(value: str) -> str:
+    """A series index as people write it: calibre's "2.0" is 2, "1.5" stays."""
+    value = (value or "").strip()
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return str(int(number)) if number.is_integer() else value
+
+
 class Metadata:
     """The package's Dublin Core metadata and cover, as the engine wants them."""
 
@@ -61,6 +71,25 @@ class Metadata:
             if scheme == "isbn" or (match and len(re.sub(r"[^\dXx]", "", match.group(2))) in (10, 13)):
                 return re.sub(r"^(urn:isbn:|isbn:?\s*)", "", value, flags=re.IGNORECASE)
         return ids[0][0] if ids else ""
+
+    def series(self) -> tuple[str, str]:
+        """(series, position in it) or ("", ""): calibre's calibre:series / calibre:series_index,
+        else an EPUB 3 belongs-to-collection whose collection-type is "series", or that has no
+        type but a group-position (an ordered collection). A "set" (a list such as "The Guardian's
+        100 Best Novels", which Standard Ebooks books carry) is not a series."""
+        metas = self.book.get_metadata("OPF", "meta") or []
+        named = {a.get("name"): clean(a.get("content") or "") for _v, a in metas if a.get("name")}
+        if named.get("calibre:series"):
+            return named["calibre:series"], _position(named.get("calibre:series_index", ""))
+        types, positions = self._refines("collection-type"), self._refines("group-position")
+        for value, attrs in metas:
+            if attrs.get("property") != "belongs-to-collection" or not clean(value or ""):
+                continue
+            kind = types.get(attrs.get("id", ""), "").strip().lower()
+            position = positions.get(attrs.get("id", ""), "")
+            if kind == "series" or (not kind and position):
+                return clean(value), _position(position)
+        return "", ""
 
     def description(self) -> str:
         raw = self.first("description")

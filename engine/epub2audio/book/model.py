@@ -66,6 +66,7 @@ class Book:
     identifier: str = ""  # ISBN where the book has one, else its dc:identifier
     series: str = ""  # from calibre's metadata or calibre:series in the OPF
     series_index: str = ""
+    asin: str = ""  # only from --meta / calibre: EPUBs do not carry one
     cover: Cover | None = None
     # (grapheme, IPA) entries of the book's PLS pronunciation lexicons, in manifest order.
     pronunciation_lexicon: list[tuple[str, str]] = field(default_factory=list)

@@ -44,6 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"(default {DEFAULT_RESCAN:g})")
     parser.add_argument("--progress", choices=("auto", "bar", "json", "none"), default="auto",
                         help="progress of the book being converted; json also reports the watcher's events")
+    parser.add_argument("--format", choices=("m4b", "mp3", "opus"),
+                        help="the audiobooks' format (default m4b; config.toml: format)")
+    parser.add_argument("--layout", choices=("flat", "audiobookshelf"),
+                        help="audiobookshelf: each book as OUT_DIR/Author/Series/Book N - Title/Title.m4b with "
+                             "cover.jpg, desc.txt and reader.txt, as Audiobookshelf's scanner expects "
+                             "(default flat: OUT_DIR/NAME.m4b; config.toml: layout)")
 
 
 def _check_folders(args: argparse.Namespace) -> tuple[Path, Path]:

@@ -103,7 +103,11 @@ class Converter:
         self.log.say("converting", book.source.name, f"-> {book.output}{resuming}", book.sha256)
         progress = WarningsToLog(for_mode(self.progress_mode), self.log, book)
         try:
-            result = convert(book.source, self.out_dir / book.output, self.options, progress)
+            # a book queued before the format changed (config.toml's format) is written in the new one
+            target = (self.out_dir / book.output).with_suffix(f".{getattr(self.options, 'audio_format', 'm4b')}")
+            if getattr(self.options, "layout", "flat") == "audiobookshelf":
+                target = self.out_dir  # the engine names the folders from the book (audiobook/shelf.py)
+            result = convert(book.source, target, self.options, progress)
         except (Interrupted, KeyboardInterrupt):
             self.queue.requeue(book.sha256)
             self.log.say("stopped", book.source.name, "left in the queue; it resumes at the next start",
@@ -119,7 +123,7 @@ class Converter:
         else:
             self.queue.mark_done(book.sha256)
             self.log.say("converted", book.source.name,
-                         f"-> {book.output} ({result.chapters} chapters, {result.duration_seconds / 60:.1f} min)",
+                         f"-> {_shown(result.output, self.out_dir)} ({result.chapters} chapters, {result.duration_seconds / 60:.1f} min)",
                          book.sha256)
         finally:
             progress.close()
@@ -143,3 +147,12 @@ class Converter:
         self.queue.mark_failed(book.sha256, message, "job")
         self.log.say("error", book.source.name,
                      f"{one_line(message)} (the book stays in place; retried at the next start)", book.sha256)
+
+
+def _shown(output: Path, out_dir: Path) -> str:
+    """The M4B as the log names it: its path under OUT_DIR (Author/Title/Title.m4b under
+    --layout audiobookshelf)."""
+    try:
+        return str(Path(output).relative_to(out_dir))
+    except ValueError:
+        return str(output)

@@ -63,9 +63,10 @@ class Offer:
 class WatchQueue:
     """Books by content hash and their state, in SQLite (WAL). One instance per thread."""
 
-    def __init__(self, path: Path, out_dir: Path):
+    def __init__(self, path: Path, out_dir: Path, suffix: str = ".m4b"):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.out_dir = Path(out_dir)
+        self.suffix = suffix  # the audiobooks' format (--format)
         self.db = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
@@ -137,7 +138,7 @@ class WatchQueue:
             return Offer(outcome, self.book(sha256))
 
     def _free_output(self, stem: str) -> str:
-        for name in numbered_names(stem, ".m4b"):
+        for name in numbered_names(stem, self.suffix):
             claimed = self.db.execute("SELECT 1 FROM books WHERE output = ?", (name,)).fetchone()
             if not claimed and not (self.out_dir / name).exists():
                 return name

@@ -28,7 +28,8 @@ def watch_folder(in_dir: Path, out_dir: Path, options, *, state: Path, log: Watc
                  settle: float, rescan: float, once: bool = False, progress_mode: str = "none") -> None:
     """Convert what arrives in IN_DIR until stopped (KeyboardInterrupt, after saying so in the log),
     or with `once`, until nothing is queued or arriving. `state` is the queue's database."""
-    consumer_queue, scanner_queue = WatchQueue(state, out_dir), WatchQueue(state, out_dir)
+    suffix = f".{getattr(options, 'audio_format', 'm4b')}"
+    consumer_queue, scanner_queue = WatchQueue(state, out_dir, suffix), WatchQueue(state, out_dir, suffix)
     converted = threading.Event()
     scanner = Scanner(in_dir, scanner_queue, Arrivals(settle), log, rescan, on_queued=converted.set)
     converter = Converter(in_dir, out_dir, consumer_queue, log, options, progress_mode, VoiceLock(voice_lock, log))

@@ -1,4 +1,4 @@
-"""Prove that an M4B is a complete audiobook that says what the book says.
+"""Prove that an M4B (or the MP3 or Opus of `--format`) is a complete audiobook that says what the book says.
 
 `verify_m4b(path, job_dir)` runs four groups of checks and returns a VerifyReport:
 
@@ -19,6 +19,9 @@
 4. Text coverage: the characters planned for reading against the book's chapters (the EPUB the job
    recorded), with every skip listed with its reason: the book's own skips (cover, contents, ...),
    chapters not selected, and any text the segmenter dropped.
+
+An MP3 or Opus gets the same checks, its container's through formats.py (ID3 CHAP/CTOC or Vorbis
+chapters, tags, cover); its marks may sit up to one codec frame from the job's (milliseconds).
 
 Without a job folder only the container and chapter-level audio checks run (there is no reference).
 The engine's ffmpeg and mutagen do all the reading; ffprobe is not needed.
@@ -58,7 +61,12 @@ def verify_m4b(m4b_path, job_dir: Path | None, *, windows_per_chapter: int = 2,
     problems: list[Problem] = []
     notes: list[str] = []
 
-    container, marks, sample_rate = _check_container(path, problems)
+    if path.suffix.lower() in (".mp3", ".opus"):  # --format mp3 / opus
+        from .formats import check_container
+
+        container, marks, sample_rate = check_container(path, problems)
+    else:
+        container, marks, sample_rate = _check_container(path, problems)
     frames, decoded = _decode_frames(path, sample_rate)
     frame = _frame_len(sample_rate)
     if marks and abs(decoded - marks[-1][1]) > DURATION_TOLERANCE_SAMPLES:
@@ -98,7 +106,8 @@ def verify_m4b(m4b_path, job_dir: Path | None, *, windows_per_chapter: int = 2,
             asr_status = "skipped: the M4B does not match the job's plan"
         coverage = _check_coverage(job, rows, skipped, problems, notes)
         if job.has_cover and not container.get("cover"):
-            problems.append(Problem("container", "the book has a cover but the M4B has none (covr)"))
+            what = {".mp3": "APIC", ".opus": "METADATA_BLOCK_PICTURE"}.get(path.suffix.lower(), "covr")
+            problems.append(Problem("container", f"the book has a cover but the audiobook has none ({what})"))
     missing = container.get("missing_tags", [])
     if job is not None and job.book is not None and not job.book.authors:
         missing = [atom for atom in missing if atom != "©ART"]  # a book with no author names none

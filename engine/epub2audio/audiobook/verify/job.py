@@ -108,10 +108,11 @@ def _check_layout(job: _Job, marks, rows, container, problems) -> None:
     stale (or from another job) and segment offsets mean nothing."""
     expected = list(zip(job.starts, [*job.starts[1:], job.total]))
     actual = [(s, e) for s, e, _t in marks]
+    tolerance = container.get("mark_tolerance", 0)  # MP3 and Opus hold milliseconds: one codec frame
     if len(expected) != len(actual):
         problems.append(Problem("layout", f"the M4B has {len(actual)} chapters, the job planned {len(expected)}"))
         job.layout_ok = False
-    elif expected != actual:
+    elif any(abs(a - b) > tolerance for pair, got in zip(expected, actual) for a, b in zip(pair, got)):
         problems.append(Problem("layout", "the M4B's chapter marks are not where the job's segments put them "
                                           "(the M4B is out of date or from another job)"))
         job.layout_ok = False
