@@ -63,6 +63,9 @@ def test_sample_book_becomes_a_tagged_m4b_with_chapters(tmp_path):
 
 @pytest.mark.slow
 def test_two_chapters_of_a_corpus_book(tmp_path, corpus):
+    """The default call on a real book: joe reads two chapters and verify runs whole, speech
+    recognition included. It takes about a minute because it is the path every user takes; no
+    cheaper voice or skipped check would test that path."""
     out = tmp_path / "waste-land.m4b"
     run = epub2audio(corpus / "the-waste-land-poetry-notes-epub3.epub", "-o", out, "--chapters", "1,3")
     assert run.code == 0, run.stderr

@@ -592,7 +592,10 @@ def json_events(path: Path) -> list[dict]:
 
 @pytest.mark.slow
 def test_killed_watcher_resumes_a_half_converted_book_from_the_engines_job(tmp_path):
-    """SIGKILL after part of a long book is rendered: the restart renders only the rest."""
+    """SIGKILL after part of a long book is rendered: the restart renders only the rest.
+
+    About a minute: the book must be long enough (500 sentences) that the kill lands mid-book
+    with work both done and left, and the watcher runs twice with its settle time."""
     in_dir, out_dir = tmp_path / "in", tmp_path / "out"
     in_dir.mkdir()
     out_dir.mkdir()
