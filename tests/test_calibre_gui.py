@@ -252,7 +252,7 @@ def test_config_widget_saves_the_settings_calibre_reads(tmp_path):
     saved = json.loads((calibre.cfg / "plugins" / "epub2audio.json").read_text(encoding="utf-8"))
     assert saved == {"engine_path": str(engine_path), "voice": "tone", "chapters": "1-2",
                      "copy_to_folder": str(tmp_path / "books"), "max_concurrent": 2, "keep_job_files": True,
-                     "readalong": ""}  # off by default
+                     "readalong": "", "format": "m4b"}  # read-along off, M4B by default
 
 
 VOICE_MENU_SCRIPT = """

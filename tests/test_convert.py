@@ -120,8 +120,10 @@ def test_bad_options_exit_2(tmp_path):
             "epub2audio: error: aesop-three-fables.epub: there is no chapter 9 (the book has 3)"])
     run = epub2audio(SAMPLE, "-o", tmp_path / "x.m4b", "--chapters", "3-1")
     assert run.code == 2 and "'3-1' is not a valid range" in run.stderr
-    run = epub2audio(SAMPLE, "-o", tmp_path / "x.mp3")
-    assert run.code == 2 and "must be an .m4b file" in run.stderr
+    # -o book.mp3 picks MP3 (tests/test_formats.py); a suffix no format has is refused.
+    run = epub2audio(SAMPLE, "-o", tmp_path / "x.wav")
+    assert run.code == 2 and run.stderr.strip().endswith("x.wav: the output must be a .m4b file (--format mp3 or opus for the others)")
+    assert not (tmp_path / "x.wav").exists()
     run = epub2audio(SAMPLE, "--voice", "nobody")
     assert run.code == 2 and "unknown voice 'nobody'" in run.stderr
     assert not list(tmp_path.glob("*.m4b"))

@@ -275,7 +275,7 @@ def test_the_config_key_takes_words(tmp_path):
     from epub2audio.config import outputs
     from epub2audio.errors import InputError
 
-    assert outputs({"readalong": "words"}) == {"subtitles": None, "readalong": "words"}
-    assert outputs({"readalong": True}) == {"subtitles": None, "readalong": "sentences"}
+    assert outputs({"readalong": "words"}) == {"subtitles": None, "readalong": "words", "audio_format": "m4b"}
+    assert outputs({"readalong": True}) == {"subtitles": None, "readalong": "sentences", "audio_format": "m4b"}
     with pytest.raises(InputError, match="setting readalong must be true or one of sentences, words, got 'letters'"):
         outputs({"readalong": "letters"})
