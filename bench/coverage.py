@@ -15,7 +15,7 @@ part with its size, its evidence and the rule that skipped it. Then the mean and
 The denominator is counted here, without our reading rules, so that a rule that drops text cannot
 also shrink what it is measured against: the zip, the OPF and the spine are read with zipfile and
 lxml alone, and for every linear spine document all text under <body> is taken, <script> and
-<style> left out, whitespace collapsed to single spaces. The numerator is the chapters'
+<style> left out (and ruby readings, <rt>/<rp>: the base text is read once), whitespace collapsed to single spaces. The numerator is the chapters'
 paragraphs joined by one space, the same shape, so a paragraph break weighs what a pretty-printed
 line break in the source weighs.
 
@@ -45,7 +45,8 @@ from epub2audio.book.text import CJK
 from epub2audio.errors import InputError
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "corpus"
-NOT_SPOKEN = {"script", "style"}
+# A ruby annotation (<rt>, with its <rp> brackets) is read once, as its base text.
+NOT_SPOKEN = {"script", "style", "rt", "rp"}
 
 
 def _local(tag) -> str:

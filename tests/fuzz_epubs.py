@@ -33,6 +33,10 @@ from urllib.parse import unquote
 
 from lxml import etree
 
+# The base books stay the corpus as it was before issue 29 added 34: a seed and index name the
+# same input as the corpus grows, and the thousand-input run keeps its time.
+from corpus_expectations import ADDED
+
 CORPUS = Path(__file__).resolve().parent / "corpus"
 DOC_LIMIT = 12_000  # bytes of a spine document kept in a cut-down book
 SPINE_LIMIT = 4  # spine documents kept
@@ -210,6 +214,8 @@ def _trim_toc(name: str, data: bytes, keep_docs: set[str]) -> bytes:
 def base_books() -> tuple[Epub, ...]:
     books = []
     for path in sorted(corpus_dir().glob("*.epub")):
+        if path.name in ADDED:
+            continue
         book = cut_down(path)
         if book is not None:
             books.append(book)

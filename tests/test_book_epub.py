@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from corpus_expectations import BOOKS, BROKEN
+from corpus_expectations import BOOKS, BROKEN, MALFORMED
 from epub_factory import make_epub, xhtml
 from epub2audio.book.epub import load_book
 from epub2audio.book import skips
@@ -44,6 +44,45 @@ KNOWN_WRONG = {
         "own: the no-TOC splitter makes no title-page guess",
     ("skipped", "moby-dick-calibre-from-txt.epub"):
         "issue 20: the title block before 'CHAPTER 1.' is read, not skipped as a title page",
+    # issue 29: the new corpus books, where today's rules get them wrong (tests/corpus_labels.py says what is right).
+    ('titles', 'a-dogs-tale-pg-epubmaker-0-3-pginternal-epub2-ncx.epub'):
+        'issue 29: its second title page ("A DOG\'S TALE") and the list of illustrations ("Frontpiece") are read as chapters 1 and 2',
+    ('skipped', 'a-dogs-tale-pg-epubmaker-0-3-pginternal-epub2-ncx.epub'):
+        'issue 29: its second title page ("A DOG\'S TALE") and the list of illustrations ("Frontpiece") are read as chapters 1 and 2',
+    ('titles', 'art-of-war-giles-huge-endnotes-se-epub3.epub'):
+        'issue 29: the chapter-marker splitter cuts the Endnotes entry (234K) into 43 chapters at every "Chapter I …" mention inside the notes',
+    ('titles', 'beowulf-pg-sidenotes-footnotes-glossary-epub2-ncx.epub'):
+        'issue 29: the first entry ("The Project Gutenberg eBook of Beowulf, by"), the title page after the PG header, is read as a chapter',
+    ('skipped', 'beowulf-pg-sidenotes-footnotes-glossary-epub2-ncx.epub'):
+        'issue 29: the first entry ("The Project Gutenberg eBook of Beowulf, by"), the title page after the PG header, is read as a chapter',
+    ('titles', 'don-quijote-es-pg-long-novel-epub3.epub'):
+        'issue 29: the two title entries ("El ingenioso hidalgo don Quijote de la Mancha", title and half-title) are read as chapters',
+    ('skipped', 'don-quijote-es-pg-long-novel-epub3.epub'):
+        'issue 29: the two title entries ("El ingenioso hidalgo don Quijote de la Mancha", title and half-title) are read as chapters',
+    ('titles', 'esprit-des-lois-fr-deep-toc-epub2-ncx.epub'):
+        'issue 29: the nine title-page lines that the NCX makes entries (MONTESQUIEU … PARIS LIBRAIRIE CH. DELAGRAVE) are read as chapters',
+    ('skipped', 'esprit-des-lois-fr-deep-toc-epub2-ncx.epub'):
+        'issue 29: the nine title-page lines that the NCX makes entries (MONTESQUIEU … PARIS LIBRAIRIE CH. DELAGRAVE) are read as chapters',
+    ('titles', 'fleurs-du-mal-fr-poetry-pg-epub2-ncx.epub'):
+        'issue 29: the title-page byline "par CHARLES BAUDELAIRE" (with "Préface par Henry FRICHET [Illustration]") is read as a chapter',
+    ('skipped', 'fleurs-du-mal-fr-poetry-pg-epub2-ncx.epub'):
+        'issue 29: the title-page byline "par CHARLES BAUDELAIRE" (with "Préface par Henry FRICHET [Illustration]") is read as a chapter',
+    ('titles', 'kumon-no-ran-ja-horizontal-pg-epub3.epub'):
+        'issue 29: the romanised title block ("Title: 苦悶の欄(Kumon no ran) …", credits) before the first entry and the title entry 苦悶の欄 are read as chapters',
+    ('skipped', 'kumon-no-ran-ja-horizontal-pg-epub3.epub'):
+        'issue 29: the romanised title block ("Title: 苦悶の欄(Kumon no ran) …", credits) before the first entry and the title entry 苦悶の欄 are read as chapters',
+    ('titles', 'linear-algebra-mathml-tables-epub3.epub'):
+        'issue 29: Edition, Publisher, the four lists (Theorems, Notation, Diagrams, Examples), the GFDL and Definitions are read as chapters',
+    ('skipped', 'linear-algebra-mathml-tables-epub3.epub'):
+        'issue 29: Edition, Publisher, the four lists (Theorems, Notation, Diagrams, Examples), the GFDL and Definitions are read as chapters',
+    ('titles', 'sanguo-yanyi-zh-pg-no-toc-epub3.epub'):
+        'issue 29: the 第N回 splitter finds 107 of the 119 markers (none written with ○, e.g. 第一二○回), one chapter is 61K characters, and the title block with "Produced by Jian-Lun Huang" is read as a chapter',
+    ('titles', 'struwwelpeter-picture-book-alt-text-pg-epub3.epub'):
+        'issue 29: the four title-page lines the TOC makes entries (STRUWWELPETER … FREDERICK WARNE & CO., INC. NEW YORK) are read as chapters',
+    ('skipped', 'struwwelpeter-picture-book-alt-text-pg-epub3.epub'):
+        'issue 29: the four title-page lines the TOC makes entries (STRUWWELPETER … FREDERICK WARNE & CO., INC. NEW YORK) are read as chapters',
+    ('skipped', 'sanguo-yanyi-zh-pg-no-toc-epub3.epub'):
+        'issue 29: the title block before 第一回 (三國志演義, "Produced by Jian-Lun Huang") is read as a chapter, not skipped as a title page',
 }
 
 
@@ -58,7 +97,7 @@ def corpus_books(test: str, names=None):
 
 def test_every_corpus_book_has_expectations(corpus):
     on_disk = {p.name for p in corpus.glob("*.epub")}
-    assert on_disk == set(BOOKS) | {BROKEN}
+    assert on_disk == set(BOOKS) | {BROKEN, MALFORMED}
 
 
 @pytest.mark.parametrize("name", corpus_books("titles"))
@@ -82,8 +121,10 @@ def test_skipped_items(corpus, name):
 @pytest.mark.parametrize("name", sorted(READABLE))
 def test_every_character_read_or_skipped_is_accounted(corpus, name):
     b, expected = book(corpus, name), BOOKS[name]
-    assert b.read_chars == sum(c.char_count for c in b.chapters) == expected["read_chars"]
-    assert [s.chars for s in b.skipped] == expected["skipped_chars"]
+    assert b.read_chars == sum(c.char_count for c in b.chapters) == expected.get("read_chars", b.read_chars)
+    # Exact counts are pinned where a book's titles and skips are right (the others are KNOWN_WRONG).
+    if "skipped_chars" in expected:
+        assert [s.chars for s in b.skipped] == expected["skipped_chars"]
     assert {s.evidence for s in b.skipped} <= {"structure", "guess", "repetition", "empty"}
     # No guessed skip is larger than a page, and together they stay within the budget.
     guessed = [s.chars for s in b.skipped if s.evidence == "guess"]
@@ -99,6 +140,9 @@ def test_metadata(corpus, name):
     assert b.language == expected["language"]
     assert b.publisher == expected["publisher"]
     assert b.identifier == expected["identifier"]
+    if expected["cover_type"] is None:  # the book has no cover picture at all
+        assert b.cover is None
+        return
     assert b.cover is not None and b.cover.media_type == expected["cover_type"]
     assert len(b.cover.data) > 1000
 
@@ -263,6 +307,15 @@ def test_truncated_zip(corpus):
     with pytest.raises(InputError) as err:
         load_book(corpus / BROKEN)
     assert str(err.value) == f"{BROKEN}: not a readable EPUB (the zip archive is truncated or damaged)"
+
+
+def test_malformed_package_document_is_named_in_the_error(corpus):
+    # shared/corpus EXPECTED.md: a clear error saying the OPF is not well-formed, not an unexplained
+    # exception (its content documents are intact; the OPF has a bare & and no </manifest>).
+    with pytest.raises(InputError) as err:
+        load_book(corpus / MALFORMED)
+    assert str(err.value).startswith(f"{MALFORMED}: not a valid EPUB (malformed container or package XML: ")
+    assert "line 31" in str(err.value) and "\n" not in str(err.value)
 
 
 def _write(path, data):
@@ -558,5 +611,5 @@ def test_no_book_reads_less_of_its_body_text_than_it_should(corpus, name):
     b = book(corpus, name)
     read = sum(len(" ".join(c.paragraphs)) for c in b.chapters)
     measured = bench.Coverage(name, len(b.chapters), read, bench.linear_body_chars(corpus / name), list(b.skipped))
-    assert measured.share >= BOOKS[name]["read_share"]
-    assert measured.share_s >= 0.98
+    assert measured.share >= BOOKS[name].get("read_share", 0.0)
+    assert measured.share_s >= BOOKS[name].get("share_s_floor", 0.98)

@@ -240,12 +240,14 @@ def test_the_parent_never_imports_model_runtimes(tmp_path):
 def _listed_books():
     """Every corpus book that loads; where the book tests know a rule still gets one wrong, so does
     this listing (strict: fixing the rule turns it red until the mark goes)."""
-    from corpus_expectations import BOOKS
+    from corpus_expectations import ADDED, BOOKS, SWEPT
     from test_book_epub import KNOWN_WRONG
 
     wrong = {n: why for (_, n), why in KNOWN_WRONG.items()}
+    # Of issue 29's books only SWEPT (one per kind): test_book_epub reads every book in-process,
+    # and a command run per book costs a second or more each.
     return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=wrong[n])) if n in wrong else n
-            for n in sorted(BOOKS) if not BOOKS[n].get("refused")]
+            for n in sorted(BOOKS) if not BOOKS[n].get("refused") and (n not in ADDED or n in SWEPT)]
 
 
 @pytest.mark.parametrize("name", _listed_books())
@@ -265,6 +267,9 @@ def test_list_chapters_of_every_corpus_book(corpus, name):
         assert titles[: len(expect["first_titles"])] == expect["first_titles"]
         assert titles[-len(expect["last_titles"]):] == expect["last_titles"]
     assert [(s["title"], s["reason"]) for s in listing["skipped"]] == expect["skipped"]
+    assert all(c["characters"] > 0 for c in listing["chapters"])
+    if "skipped_chars" not in expect:  # counts pinned only where titles and skips are right today
+        return
     assert [s["characters"] for s in listing["skipped"]] == expect["skipped_chars"]
     skipped = sum(expect["skipped_chars"])
     assert listing["skipping"]["characters"] == skipped

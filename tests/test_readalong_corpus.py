@@ -19,18 +19,24 @@ import pytest
 
 from cli_run import ROOT, epub2audio
 from epub2audio.book.epub import load_book
-from corpus_expectations import BOOKS, BROKEN
+from corpus_expectations import ADDED, ADDED_REFUSED, BOOKS, BROKEN, MALFORMED, SWEPT
 from test_readalong import EPUBCHECK, epubcheck, needs_epubcheck
 
 CORPUS = ROOT / "tests" / "corpus"
 # Over a minute each here (conversion and check; bench/results/readalong-corpus.txt).
 LONG = {"alice-under-ground-facsimile-images-epub2-ncx.epub", "moby-dick-calibre-from-txt.epub",
-        "vingt-mille-lieues-sous-les-mers-fr-epub2-ncx.epub"}
+        "vingt-mille-lieues-sous-les-mers-fr-epub2-ncx.epub",
+        # issue 29, measured on a loaded two-core machine: 286 s and 170 s.
+        "die-verwandlung-de-pg-ebookmaker-0-12-boilerplate-epub3.epub",
+        "la-raza-descubridores-es-pg-ebookmaker-0-12-nonlinear-backlink-epub2-ncx.epub"}
 # Valid HTML that Debian's EPUBCheck 4.2.6 (the fallback when the dev extra's 5.3.0 is missing)
 # counts as errors: <p> in <hgroup>.
 OLD_SCHEMA = {"a-tale-of-two-cities-nested-books-se-epub3.epub"}
-REFUSED = sorted([BROKEN] + [name for name, book in BOOKS.items() if book.get("refused")])
-CONVERTED = sorted(name for name in BOOKS if name not in REFUSED)
+REFUSED = sorted([BROKEN, MALFORMED] + [name for name, book in BOOKS.items() if book.get("refused")])
+# Issue 29's books are swept only as far as SWEPT (one per kind) and their refused ones: 26 more
+# conversions with EPUBCheck would cost minutes the suite has not got; test_book_epub reads them all.
+NOT_SWEPT = sorted(set(ADDED) - set(SWEPT) - set(ADDED_REFUSED))
+CONVERTED = sorted(name for name in BOOKS if name not in REFUSED and name not in NOT_SWEPT)
 # A chapter this long holds a few sentences to wrap, as the first two chapters of every book do.
 SENTENCES = 400
 
@@ -49,7 +55,8 @@ def homes(tmp_path, monkeypatch):
 
 
 def test_every_corpus_book_is_checked():
-    assert sorted(p.name for p in CORPUS.glob("*.epub")) == sorted(CONVERTED + REFUSED)
+    assert sorted(p.name for p in CORPUS.glob("*.epub")) == sorted(CONVERTED + REFUSED + NOT_SWEPT)
+    assert set(SWEPT) <= set(CONVERTED) and set(ADDED_REFUSED) <= set(REFUSED)
     assert LONG <= set(CONVERTED)
 
 
