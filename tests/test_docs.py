@@ -164,13 +164,15 @@ def link_problems(page: Path, markdown: str) -> list[str]:
 @pytest.mark.xdist_group("docs")
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_commands_and_options_exist(page, cli_help):
-    assert command_problems(page.read_text("utf-8"), cli_help) == []
+    problems = command_problems(page.read_text("utf-8"), cli_help)
+    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.xdist_group("docs")
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_links_resolve(page):
-    assert link_problems(page, page.read_text("utf-8")) == []
+    problems = link_problems(page, page.read_text("utf-8"))
+    assert not problems, "\n".join(problems)
 
 
 def test_every_docs_page_is_linked_from_the_readme():
