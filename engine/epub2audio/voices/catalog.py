@@ -311,7 +311,7 @@ class Listed:
 
 def listing() -> list[Listed]:
     """Every voice that can be used here, with its family, languages and sample rate."""
-    # The default first, then Kokoro (heard best, but 7-10x slower than joe: README "Voices"), then
+    # The default first, then Kokoro (heard best, but 7-10x slower than joe: docs/voices.md), then
     # the other Piper voices, CosyVoice3 and the test tone last.
     rows = [Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"], "Joe, the embedded Piper voice (en_US medium; default)")]
     if kokoro_installed():
