@@ -25,7 +25,8 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("in_dir", type=Path, metavar="IN_DIR", help="the folder to watch for EPUB files")
+    parser.add_argument("in_dir", type=Path, metavar="IN_DIR", help="the folder to watch for books: EPUB, or with calibre "
+                        "installed MOBI, AZW3, DOCX, FB2, ODT, RTF, TXT, HTML or PDF")
     parser.add_argument("--out", "-o", dest="out_dir", type=Path, required=True, metavar="OUT_DIR",
                         help="where the M4B files (and epub2audio-watch.log) go")
     parser.add_argument("--voice", help="auto (default: each book's language decides; joe for English), joe, kokoro:NAME, "
@@ -89,7 +90,7 @@ def _raise_interrupt(signum, frame):
 def main(argv: list[str] | None = None) -> int:
     """`python -m epub2audio.watch ...` (the same as `epub2audio watch ...`)."""
     parser = argparse.ArgumentParser(prog="epub2audio watch",
-                                     description="Watch a folder: every EPUB dropped into it becomes an M4B.")
+                                     description="Watch a folder: every book dropped into it becomes an M4B.")
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:
