@@ -355,18 +355,9 @@ def chapter_table(book) -> str:
 
 def chapter_listing(book) -> dict:
     """The same facts as chapter_table, for programs (`--list-chapters --progress json`)."""
-    from .book.skips import plan_fields
+    from .book.listing import listing
 
-    return {
-        "title": book.title, "authors": book.authors, "language": book.language,
-        "chapters": [{"number": i, "title": c.title, "characters": c.char_count,
-                      "estimated_seconds": round(c.char_count / CHARS_PER_SECOND, 1)}
-                     for i, c in enumerate(book.chapters, 1)],
-        "skipped": [{"title": s.title, "reason": s.reason, "characters": s.chars, "evidence": s.evidence}
-                    for s in book.skipped],
-        "skipping": plan_fields(book),
-        "warnings": list(book.warnings),
-    }
+    return listing(book)
 
 
 def _read_metadata(path: Path | None) -> dict:
