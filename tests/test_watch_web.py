@@ -24,7 +24,7 @@ from epub2audio.errors import InputError  # noqa: E402
 from epub2audio.render import ConvertOptions, ConvertResult  # noqa: E402
 from epub2audio.watch.converter import Converter  # noqa: E402
 from epub2audio.watch.hub import Hub  # noqa: E402
-from epub2audio.watch.web import Door, WebSettings, create_app, upload_stem, web_settings  # noqa: E402
+from epub2audio.watch.web import Door, WebSettings, create_app, text, upload_stem, web_settings  # noqa: E402
 from test_watch import epub_bytes  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -183,6 +183,11 @@ def test_cancel_and_retry_go_through_the_watchers_queue(page):
         assert client.post(f"/api/books/{sha}/retry", headers=WRITE).status_code == 409
         assert client.post(f"/api/books/{'0' * 64}/cancel", headers=WRITE).status_code == 404
         assert client.post("/api/books/..%2F..%2Fetc/cancel", headers=WRITE).status_code == 404
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_as_valid_text():
+    """(The queue itself cannot hold such a name yet: WatchQueue.offer fails on it.)"""
+    assert text(os.fsdecode(b"caf\xe9.epub")) == "caf\ufffd.epub" and text(None) is None
 
 
 def test_cancelling_the_book_being_converted_asks_the_converter(page):

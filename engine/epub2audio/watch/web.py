@@ -71,6 +71,11 @@ class WebSettings:
         return f"http://{host}:{self.port if port is None else port}/"
 
 
+def text(name: str | None) -> str | None:
+    """A file name as valid text: one that is not UTF-8 holds lone surrogates, shown as U+FFFD."""
+    return None if name is None else name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -141,13 +146,13 @@ class Door:
     def books(self) -> list[dict]:
         with self.lock:
             rows = self.queue.books()
-        rows.sort(key=lambda b: ({"converting": 0, "queued": 1}.get(b.state, 2), b.name))
+        rows.sort(key=lambda b: {"converting": 0, "queued": 1}.get(b.state, 2))  # else in queue order
         return [self._shown(b) for b in rows]
 
     def _shown(self, book) -> dict:
         state = "cancelled" if book.state == "failed" and book.error_kind == "cancelled" else book.state
-        shown = {"id": book.sha256, "name": book.name, "state": state, "output": book.output,
-                 "error": None if state == "cancelled" else book.error, "attempts": book.attempts,
+        shown = {"id": book.sha256, "name": text(book.name), "state": state, "output": text(book.output),
+                 "error": None if state == "cancelled" else text(book.error), "attempts": book.attempts,
                  "live": self.hub.live(book.sha256) if state == "converting" else {},
                  "files": {kind: f"/files/{book.sha256}/{kind}" for kind in self.files(book)}}
         if book.cancel and state == "converting":
@@ -427,7 +432,7 @@ def create_app(door: Door, settings: WebSettings):
         if path is None:
             return problem(404, "no such file")
         return FileResponse(path, media_type=MEDIA_TYPES.get(path.suffix.lower(), "application/octet-stream"),
-                            filename=path.name, content_disposition_type="inline"
+                            filename=text(path.name), content_disposition_type="inline"
                             if request.path_params["kind"] == "audio" else "attachment")
 
     async def voices(request):
