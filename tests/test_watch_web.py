@@ -105,6 +105,24 @@ def test_an_upload_lands_in_the_folder_under_a_safe_name_its_content_chose(page,
     assert watch.is_candidate(placed)
 
 
+def test_while_an_upload_is_under_way_the_folder_holds_nothing_the_watcher_would_take(page):
+    seen = []
+
+    def chunks():
+        half = len(BOOK) // 2
+        yield BOOK[:half]
+        seen.append(sorted(os.listdir(page.in_dir)))  # the first half is on disk, under its hidden name
+        yield BOOK[half:]
+
+    with page.client() as client:
+        answer = client.post("/api/upload", content=chunks(), headers={**WRITE, "X-Epub2audio-Name": "Book.epub"})
+    assert answer.status_code == 201
+    (during,) = seen
+    assert len(during) == 1 and during[0].startswith(".upload-") and during[0].endswith(".part")
+    assert not watch.is_candidate(during[0])
+    assert os.listdir(page.in_dir) == ["Book.epub"]
+
+
 def test_a_taken_name_is_numbered_never_replaced(page):
     (page.in_dir / "Book.epub").write_bytes(b"the user's own")
     with page.client() as client:
