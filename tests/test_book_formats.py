@@ -17,8 +17,11 @@ from epub2audio.book import formats
 from epub2audio.book.epub import load_book
 from epub2audio.errors import InputError
 
-pytestmark = pytest.mark.skipif(not formats.shutil.which("ebook-convert"),
-                                reason="calibre's ebook-convert is not installed (make system-deps installs it)")
+pytestmark = [
+    pytest.mark.skipif(not formats.shutil.which("ebook-convert"),
+                       reason="calibre's ebook-convert is not installed (make system-deps installs it)"),
+    pytest.mark.xdist_group("calibre-formats"),  # one worker makes the books (two ebook-convert runs) once
+]
 HEADINGS = [heading for heading, _ in chapters()]
 
 
