@@ -125,6 +125,14 @@ def test_a_file_calibre_cannot_convert_is_refused_and_leaves_nothing(tmp_path, c
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]  # no partial EPUB kept
 
 
+def test_calibre_runs_within_a_memory_limit(books, monkeypatch):
+    """The limit is really applied: at 64 MiB of address space calibre's Python cannot even start."""
+    monkeypatch.setattr(formats, "CONVERT_MEMORY", 64 << 20)
+    with pytest.raises(InputError, match=r"^moby-dick\.rtf: calibre's ebook-convert could not convert this RTF "
+                                         r"file \(.+\)$"):
+        load_book(books["rtf"])
+
+
 def test_a_hung_calibre_is_stopped(tmp_path, books, monkeypatch):
     """The time limit, with a stand-in for ebook-convert that never finishes (it sleeps far past it)."""
     hung = tmp_path / "ebook-convert"

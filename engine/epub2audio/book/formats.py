@@ -10,8 +10,8 @@ plugin by suffix, so the copy it converts carries the suffix the content says.
 A converted book is kept in the cache, keyed by the SHA-256 of its bytes: `--list-chapters`, the
 conversion, a resumed job and `regen` all read the same EPUB (calibre writes a fresh uuid and time
 into each conversion), and calibre runs once per book. The conversion runs in a temporary folder
-beside the cache entry, in its own process group, for at most CONVERT_SECONDS, and only a finished
-EPUB is renamed into place.
+beside the cache entry, in its own process group, for at most CONVERT_SECONDS and CONVERT_MEMORY,
+and only a finished EPUB is renamed into place.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ from pathlib import Path
 from ..errors import InputError
 
 CONVERT_SECONDS = 600  # a long PDF takes minutes on a slow machine; a hung calibre is stopped here
+# Address space calibre may take (RLIMIT_AS): each format's conversion ran in 4 GiB here, and a
+# decompression bomb inside a DOCX or an ODT fails inside it instead of taking the machine's memory.
+CONVERT_MEMORY = 4 << 30
 EBOOK_CONVERT = "ebook-convert"
 INSTALL_CALIBRE = "install calibre (Debian/Ubuntu: apt install calibre; else https://calibre-ebook.com)"
 
@@ -142,7 +145,7 @@ def _run_calibre(program: str, source: Path, made: Path, name: str, label: str, 
         env.pop(key, None)
     process = subprocess.Popen([program, str(source), str(made)], stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, cwd=work,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=_limit_memory)
     try:
         _out, err = process.communicate(timeout=CONVERT_SECONDS)
     except subprocess.TimeoutExpired:
@@ -156,6 +159,15 @@ def _run_calibre(program: str, source: Path, made: Path, name: str, label: str, 
         lines = [ln.strip() for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
         why = lines[-1][:200] if lines else f"exit code {process.returncode}"
         raise InputError(f"{name}: calibre's ebook-convert could not convert this {label} file ({why})")
+
+
+def _limit_memory() -> None:
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (CONVERT_MEMORY, CONVERT_MEMORY))
+    except (ImportError, ValueError, OSError):  # Windows, or a lower hard limit already
+        pass
 
 
 def _kill_group(process: subprocess.Popen) -> None:
