@@ -75,8 +75,9 @@ def test_seeded_draws_replay_transformers_processors_exactly():
 
 
 def test_seeded_generation_replays_upstream_generate_codes_exactly(tiny_checkpoint):
-    """Upstream's Qwen3TTSForConditionalGeneration.generate (CustomVoice prompt, max_new_tokens 40,
-    torch.manual_seed(3)) against ours with Generator seed 3: every frame's 16 codes equal."""
+    """Upstream's Qwen3TTSForConditionalGeneration.generate (CustomVoice prompt, non_streaming_mode=False,
+    max_new_tokens 40, torch.manual_seed(3)) against ours with Generator seed 3, streaming layout:
+    every frame's 16 codes equal. (Upstream's default layout: test_upstream_modes.py.)"""
     from epub2audio.voices.qwen3tts.generate import generate
 
     ck = tiny_checkpoint
@@ -86,7 +87,7 @@ def test_seeded_generation_replays_upstream_generate_codes_exactly(tiny_checkpoi
         speaker, language, cap = key.split("/")
         res = generate(talker, cp, FIXTURE["generate_ids"], ck.text_ids, ck.generation,
                        torch.Generator().manual_seed(FIXTURE["generate_seed"]), speaker=speaker, language=language,
-                       max_frames=int(cap))  # fmt: skip
+                       max_frames=int(cap), streaming=True)  # fmt: skip
         assert len(theirs) == int(cap) - 1 and res.capped
         assert res.frames == theirs, key
 
