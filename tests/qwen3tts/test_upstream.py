@@ -97,3 +97,14 @@ def test_length_bound():
 
     assert [frame_cap(n, 8192) for n in (1, 12, 13, 100)] == [75, 75, 78, 600]
     assert frame_cap(100, 500) == 500
+
+
+def test_generation_defaults_are_upstreams():
+    """A key generation_config.json lacks takes upstream's hard default (qwen-tts 0.1.1
+    Qwen3TTSModel._merge_generate_kwargs); a key it has wins (the shipped file's 8192)."""
+    from epub2audio.voices.qwen3tts.checkpoint import GenerationArgs
+
+    hard = dict(do_sample=True, top_k=50, top_p=1.0, temperature=0.9, repetition_penalty=1.05, subtalker_dosample=True,
+                subtalker_top_k=50, subtalker_top_p=1.0, subtalker_temperature=0.9, max_new_tokens=2048)
+    assert GenerationArgs.from_config({}) == GenerationArgs(**hard)
+    assert GenerationArgs.from_config({"max_new_tokens": 8192}).max_new_tokens == 8192
