@@ -440,6 +440,30 @@ def modes_compare(custom_dir: Path, base_dir: Path, fixture_path: str | None) ->
     return fixture
 
 
+def rates_compare(base_dir: Path, fixture_path: str | None) -> None:
+    """create_voice_clone_prompt (upstream's whole path: its resampling, encoder and speaker
+    encoder) on the tests' reference clip made at other rates, against clone.make_clone_prompt."""
+    from epub2audio.voices.qwen3tts.clone import load_clone_stages, make_clone_prompt
+
+    torch.set_num_threads(1)
+    m, _ = _upstream_wrapper(base_dir)
+    stages = load_clone_stages(base_dir)
+    out = {}
+    for rate in (16000, 22050, 44100, 48000):
+        audio = _reference_audio(2.0, 1, rate)
+        item = m.create_voice_clone_prompt(ref_audio=(audio, rate), ref_text=REF_TEXT)[0]
+        ours = make_clone_prompt(base_dir, (audio, rate), REF_TEXT, stages=stages)
+        codes = item.ref_code.tolist()
+        emb = item.ref_spk_embedding.detach().float()
+        print(f"{rate} Hz: codes equal {ours.ref_codes.tolist() == codes} ({len(codes)} frames); x-vector max |diff| "
+              f"{float((torch.from_numpy(ours.speaker_embedding).double() - emb.double()).abs().max()):.3e}")
+        out[str(rate)] = {"codes": codes, "speaker_embedding": f32_b64(emb)}
+    if fixture_path:
+        Path(fixture_path).write_text(json.dumps({"made_by": "bench/upstream_qwen3.py --rates: Qwen3TTSModel."
+                                                  "create_voice_clone_prompt, qwen-tts 0.1.1, tiny Base folder seed 0, "
+                                                  "reference_audio(2.0, 1, rate)", "rates": out}), encoding="utf-8")
+
+
 def log(msg: str) -> None:
     import os
     import time
@@ -714,9 +738,14 @@ def main() -> int:
     ap.add_argument("--modes", nargs=2, metavar=("CUSTOM_DIR", "BASE_DIR"), help="upstream's default call and "
                     "each non_streaming_mode through Qwen3TTSModel on these folders, against ours")
     ap.add_argument("--modes-fixture", help="with --modes: write what upstream's entry points fed the Talker as JSON")
+    ap.add_argument("--rates", nargs=2, metavar=("BASE_DIR", "FIXTURE"), help="upstream's clone prompt from "
+                    "the reference clip at 16, 22.05, 44.1 and 48 kHz, against ours; FIXTURE '-' writes nothing")
     ap.add_argument("--save-reference", help="with --full: write upstream's fp64 logits + inputs here (torch.save)")
     a = ap.parse_args()
     _stub_torchaudio()
+    if a.rates:
+        rates_compare(Path(a.rates[0]), None if a.rates[1] == "-" else a.rates[1])
+        return 0
     if a.modes:
         modes_compare(Path(a.modes[0]), Path(a.modes[1]), a.modes_fixture)
         return 0
