@@ -1,6 +1,12 @@
 """How much of each book's body text is read: chapters, characters read, and every skipped part.
 
-    PYTHONPATH=engine .venv/bin/python bench/coverage.py [BOOK.epub | FOLDER ...]
+    PYTHONPATH=engine .venv/bin/python bench/coverage.py [--parts] [--half odd|even] [BOOK.epub | FOLDER ...]
+
+--parts prints, instead, the confusion table against tests/corpus_labels.py (see `confusion`): per
+book and in total, the characters of its parts read as expected (read and meant to be read, or
+skipped and meant to be skipped), leaked (read, but labelled skip), lost (not read, but labelled
+read) and either, and leaked as a share of what is read. --half picks the alphabetically odd
+(1st, 3rd, ...) or even books, so a rule written against one half is measured on the other.
 
 Default: every book in tests/corpus. For each book one line: the chapter count, the characters
 read out of the characters of linear body text, the read share, and then one line per skipped
@@ -127,6 +133,111 @@ def measure(path: Path) -> Coverage:
     return Coverage(path.name, len(book.chapters), read, linear_body_chars(path), list(book.skipped))
 
 
+SHINGLE = 12  # characters of letters and digits: long enough that a match is the same text
+
+
+def _skeleton(text: str) -> str:
+    # Letters only: digits are note markers, line and page numbers far more often than text, and
+    # a dropped marker must not make the words around it count as lost.
+    letters = "".join(ch for ch in text.lower() if ch.isalpha())
+    return letters or "".join(ch for ch in text if ch.isdigit())
+
+
+def _shingles(skeleton: str) -> set[int]:
+    return {hash(skeleton[i:i + SHINGLE]) for i in range(max(1, len(skeleton) - SHINGLE + 1))}
+
+
+def read_fraction(part_text: str, read_shingles: set[int], read_skeleton: str) -> float:
+    """How much of a part's text is in what was read: the share of its 12-character runs of letters
+    and digits found there (markup, spacing and punctuation aside; a part shorter than a run must
+    be found whole)."""
+    sk = _skeleton(part_text)
+    if not sk:
+        return 0.0
+    if len(sk) < SHINGLE:
+        return 1.0 if sk in read_skeleton else 0.0
+    runs = [hash(sk[i:i + SHINGLE]) for i in range(len(sk) - SHINGLE + 1)]
+    return sum(r in read_shingles for r in runs) / len(runs)
+
+
+@dataclass
+class Confusion:
+    name: str
+    right: int = 0  # read and meant to be read, or not read and meant to be skipped
+    leaked: int = 0  # read, labelled skip
+    lost: int = 0  # not read, labelled read
+    either: int = 0
+    read: int = 0  # characters of parts read (any label)
+    rows: list = field(default_factory=list)  # (part, class, characters read, characters)
+
+    @property
+    def leaked_share(self) -> float:
+        return self.leaked / self.read if self.read else 0.0
+
+    def add(self, other: "Confusion") -> None:
+        for k in ("right", "leaked", "lost", "either", "read"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
+
+def confusion(path: Path, book=None) -> Confusion:
+    """Each part of the book (bench/corpus_parts.py) against its label (tests/corpus_labels.py), by
+    characters: a part counts as read in the share of its text found in the chapters read. The book
+    is read with --notes inline (unless given), so that notes a listener chose not to hear are not
+    counted lost: where they are read does not matter here, only whether."""
+    sys.path[:0] = [str(Path(__file__).resolve().parent), str(CORPUS.parent)]
+    from corpus_labels import expected_class
+    from corpus_parts import parts
+    del sys.path[:2]
+    result = Confusion(path.name)
+    try:
+        book = book or load_book(path, notes="inline")
+        read_text = " ".join(p for c in book.chapters for p in c.paragraphs)
+    except InputError:
+        read_text = ""
+    read_skeleton = _skeleton(read_text)
+    read_shingles = _shingles(read_skeleton) if read_skeleton else set()
+    for part in parts(path):
+        cls = expected_class(path.name, part)
+        chars = part.chars
+        got = round(chars * read_fraction(part.text, read_shingles, read_skeleton)) if chars else 0
+        result.rows.append((part, cls, got, chars))
+        result.read += got
+        if cls == "either":
+            result.either += chars
+        elif cls == "read":
+            result.right += got
+            result.lost += chars - got
+        else:
+            result.leaked += got
+            result.right += chars - got
+    return result
+
+
+def half(paths: list[Path], which: str | None) -> list[Path]:
+    """The alphabetically odd (1st, 3rd, ...) or even books of the list; all of them for None."""
+    ordered = sorted(paths, key=lambda p: p.name)
+    return ordered if which is None else ordered[(0 if which == "odd" else 1)::2]
+
+
+def print_confusion(paths: list[Path], verbose: bool = False) -> Confusion:
+    total = Confusion("total")
+    print(f"{'book':62} {'right':>9} {'leaked':>8} {'lost':>8} {'either':>8} {'leak%':>6}")
+    for path in paths:
+        if path.name.startswith("broken-"):
+            continue
+        c = confusion(path)
+        total.add(c)
+        print(f"{c.name[:62]:62} {c.right:9,d} {c.leaked:8,d} {c.lost:8,d} {c.either:8,d} {c.leaked_share:6.2%}")
+        for part, cls, got, chars in c.rows:
+            wrong = (cls == "read" and chars - got > 20) or (cls.startswith("skip") and got > 20)
+            if verbose or wrong:
+                print(f"    {'LOST' if cls == 'read' else 'LEAK' if cls != 'either' else '':4} {cls:24} "
+                      f"{got:8,d}/{chars:<8,d} {part.label[:60]}")
+    print(f"{'TOTAL':62} {total.right:9,d} {total.leaked:8,d} {total.lost:8,d} {total.either:8,d} "
+          f"{total.leaked_share:6.2%}")
+    return total
+
+
 def books(args: list[str]) -> list[Path]:
     found: list[Path] = []
     for arg in args or [str(CORPUS)]:
@@ -138,8 +249,14 @@ def books(args: list[str]) -> list[Path]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("books", nargs="*", help="EPUB files or folders (default: tests/corpus)")
+    parser.add_argument("--parts", action="store_true", help="the confusion table against tests/corpus_labels.py")
+    parser.add_argument("--half", choices=("odd", "even"), help="only the alphabetically odd or even books")
+    parser.add_argument("--verbose", action="store_true", help="with --parts: every part, not only the wrong ones")
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # ebooklib's future warnings
+    if args.parts:
+        print_confusion(half(books(args.books), args.half), args.verbose)
+        return 0
     results: list[Coverage] = []
     print(f"{'book':62} {'ch':>4} {'read':>9} {'body':>9} {'share':>7} {'share-s':>7} {'unaccounted':>11}")
     for path in books(args.books):
