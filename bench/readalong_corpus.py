@@ -35,7 +35,7 @@ def registry_jar() -> Path | None:
 def errors(jar: Path | None, book: Path) -> str:
     if jar is None or not jar.is_file():
         return "-"
-    run = subprocess.run(["java", "-jar", str(jar), str(book)], capture_output=True, text=True)
+    run = subprocess.run(["java", "-XX:TieredStopAtLevel=1", "-jar", str(jar), str(book)], capture_output=True, text=True)
     found = re.search(r"Messages: (\d+) fatals? / (\d+) errors?", run.stdout + run.stderr)
     return str(int(found.group(1)) + int(found.group(2))) if found else "?"
 

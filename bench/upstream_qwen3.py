@@ -46,6 +46,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import torch
 
 
@@ -268,7 +269,7 @@ def clone_compare(d: Path, fixture_path: str | None) -> None:
                                  ref_codes=enc.encode(audio).numpy() if icl else None, ref_text=REF_TEXT if icl else None,
                                  ref_text_ids=torch.tensor(ref_ids).numpy() if icl else None, model_id="bench")  # fmt: skip
             ours = generate_clone(talker, cp, ids, ck.text_ids, ck.generation, torch.Generator().manual_seed(3), prompt,
-                                  language=lang, max_frames=cap)
+                                  language=lang, max_frames=cap, streaming=True)  # as non_streaming_mode=False
             n_text = len(ids) - 8 + (len(ref_ids) - 5 if icl else 0) + 1
             n_codec = (len(ref_code) + 1) if icl else 0
             print(f"Base generate {case} ({'ICL' if icl else 'x-vector'}, text slots {n_text} vs codec slots {n_codec}, "
@@ -280,6 +281,187 @@ def clone_compare(d: Path, fixture_path: str | None) -> None:
                               f"4.57.3 / torch {torch.__version__}, librosa {librosa.__version__}, tiny Base folder seed 0")
         Path(fixture_path).write_text(json.dumps(fixture, indent=0), encoding="utf-8")
         print(f"wrote {fixture_path}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Upstream's own entry points (Qwen3TTSModel.generate_custom_voice / generate_voice_clone), called
+# as a user calls them: with no non_streaming_mode (its default) and with each explicit value.
+
+MODES = {"default": {}, "non_streaming": {"non_streaming_mode": True}, "streaming": {"non_streaming_mode": False}}
+CUSTOM_MODE_CASES = (  # (speaker, language, text, frames cap)
+    ("ryan", "english", "The morning was cold.", 40),
+    ("eric", "auto", "Once upon a time there were three little pigs.", 40),
+)
+PREPROCESSOR = {"padding_side": "left", "padding_value": 0.0, "processor_class": "Qwen3TTSProcessor",
+                "return_attention_mask": True}  # fmt: skip
+SPEECH_PREPROCESSOR = {"chunk_length_s": None, "feature_extractor_type": "EncodecFeatureExtractor", "feature_size": 1,
+                       "overlap": None, "padding_side": "right", "padding_value": 0.0, "return_attention_mask": True,
+                       "sampling_rate": 24000}  # fmt: skip
+
+
+def _upstream_wrapper(d: Path):
+    """Qwen3TTSModel.from_pretrained on a copy of `d` with the two preprocessor_config.json files
+    of the official layout (shared/reference/qwen3tts.md §1; the tests' folders do not write them:
+    our loader does not read them), and hooks that record what its generate hands the Talker."""
+    import shutil
+
+    from qwen_tts import Qwen3TTSModel
+
+    copy = Path(tempfile.mkdtemp(prefix="qwen3-up-")) / d.name
+    shutil.copytree(d, copy)
+    (copy / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR), encoding="utf-8")
+    (copy / "speech_tokenizer" / "preprocessor_config.json").write_text(json.dumps(SPEECH_PREPROCESSOR), encoding="utf-8")
+    m = Qwen3TTSModel.from_pretrained(str(copy))
+    seen: dict = {}
+    talker_generate, model_generate = m.model.talker.generate, m.model.generate
+
+    def on_talker(**kw):
+        seen["prefill"] = kw["inputs_embeds"].detach().clone()
+        seen["trailing"] = kw["trailing_text_hidden"].detach().clone()
+        seen["pad"] = kw["tts_pad_embed"].detach().clone()
+        return talker_generate(**kw)
+
+    def on_generate(**kw):
+        seen["ids"] = kw["input_ids"][0][0].tolist()
+        seen["ref_ids"] = kw["ref_ids"][0][0].tolist() if kw.get("ref_ids") and kw["ref_ids"][0] is not None else None
+        seen["non_streaming_mode"] = kw["non_streaming_mode"]
+        seen["max_new_tokens"] = kw["max_new_tokens"]
+        codes, hidden = model_generate(**kw)
+        seen["codes"] = codes[0].tolist()
+        return codes, hidden
+
+    m.model.talker.generate, m.model.generate = on_talker, on_generate
+    return m, seen
+
+
+def f32_b64(t) -> dict:
+    """A float32 array as {"shape", "f32le_base64"}: exact and a third of the JSON digits' size."""
+    import base64
+
+    a = np.ascontiguousarray(torch.as_tensor(t).detach().float().numpy(), dtype="<f4")
+    return {"shape": list(a.shape), "f32le_base64": base64.b64encode(a.tobytes()).decode("ascii")}
+
+
+def _record(seen: dict) -> dict:
+    return {"ids": seen["ids"], "ref_ids": seen["ref_ids"], "non_streaming_mode": seen["non_streaming_mode"],
+            "prefill": f32_b64(seen["prefill"][0]), "trailing": f32_b64(seen["trailing"][0]),
+            "pad": f32_b64(seen["pad"][0, 0]), "codes": seen["codes"], "raw": seen}  # fmt: skip
+
+
+def modes_compare(custom_dir: Path, base_dir: Path, fixture_path: str | None) -> dict:
+    """Upstream's default call and each explicit mode on the tiny CustomVoice and Base folders,
+    against ours (generate.build_prompt / build_clone_prompt, generate / generate_clone) with our
+    default (no `streaming` passed) and each explicit layout: prefill, trailing, pad, seeded codes."""
+    from epub2audio.voices.qwen3tts.checkpoint import load_checkpoint
+    from epub2audio.voices.qwen3tts.clone import ClonePrompt
+    from epub2audio.voices.qwen3tts.code_predictor import CodePredictor
+    from epub2audio.voices.qwen3tts.generate import build_clone_prompt, build_prompt, generate, generate_clone
+    from epub2audio.voices.qwen3tts.talker import Talker
+
+    def mx(a, b):
+        return float((torch.as_tensor(a).double() - torch.as_tensor(b).double()).abs().max())
+
+    ours_mode = {"default": {}, "non_streaming": {"streaming": False}, "streaming": {"streaming": True}}
+    # one thread: a matmul's sums round with the thread count, and over 40 seeded frames a near tie
+    # then flips a draw (measured: frame 32 of ryan/english, streaming, 1 thread vs 2)
+    torch.set_num_threads(1)
+    fixture: dict = {"seed": 3, "threads": 1, "custom": {}, "base": {}}
+    worst = 0.0
+    for kind, d in (("custom", custom_dir), ("base", base_dir)):
+        m, seen = _upstream_wrapper(d)
+        ck = load_checkpoint(d)
+        talker = Talker.from_state_dict(ck.talker_args, ck.state_dict)
+        cp = CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict)
+        cases = CUSTOM_MODE_CASES if kind == "custom" else CLONE_CASES
+        for case in cases:
+            if kind == "custom":
+                speaker, lang, text, cap = case
+                key = f"{speaker}/{lang}"
+            else:
+                key, clip, icl, text, lang, cap = case
+                audio = _reference_audio(*CLONE_CLIPS[clip])
+                items = m.create_voice_clone_prompt(ref_audio=(audio, 24000), ref_text=REF_TEXT if icl else None,
+                                                    x_vector_only_mode=not icl)  # fmt: skip
+            got = {}
+            for mode, kw in MODES.items():
+                torch.manual_seed(3)
+                if kind == "custom":
+                    m.generate_custom_voice(text=text, speaker=speaker, language=lang, max_new_tokens=cap, **kw)
+                else:
+                    m.generate_voice_clone(text=text, language=lang, voice_clone_prompt=items, max_new_tokens=cap, **kw)
+                got[mode] = _record(dict(seen))
+            if kind == "base":
+                spk_emb = items[0].ref_spk_embedding.detach().float()
+                ref_codes = items[0].ref_code.tolist() if items[0].ref_code is not None else None
+            default_is = [mo for mo in ("non_streaming", "streaming")
+                          if all(got["default"][f] == got[mo][f] for f in ("prefill", "trailing", "pad", "codes"))]
+            ids = got["default"]["ids"]
+            for mode, kw in ours_mode.items():
+                up = got[mode]["raw"]
+                up = {**up, "prefill": up["prefill"][0], "trailing": up["trailing"][0], "pad": up["pad"][0, 0]}
+                if kind == "custom":
+                    prompt, trailing, pad = build_prompt(talker, ids, ck.text_ids, speaker=speaker, language=lang, **kw)
+                    res = generate(talker, cp, ids, ck.text_ids, ck.generation, torch.Generator().manual_seed(3),
+                                   speaker=speaker, language=lang, max_frames=cap, **kw)  # fmt: skip
+                else:
+                    cprompt = ClonePrompt(speaker_embedding=spk_emb.numpy(),
+                                          ref_codes=np.asarray(ref_codes) if icl else None,
+                                          ref_text=REF_TEXT if icl else None,
+                                          ref_text_ids=np.asarray(up["ref_ids"]) if icl else None, model_id="bench")  # fmt: skip
+                    prompt, trailing, pad = build_clone_prompt(
+                        talker, cp, ids, ck.text_ids, speaker_embedding=cprompt.speaker_embedding,
+                        ref_text_ids=cprompt.ref_text_ids, ref_codes=cprompt.ref_codes, language=lang, **kw)  # fmt: skip
+                    res = generate_clone(talker, cp, ids, ck.text_ids, ck.generation, torch.Generator().manual_seed(3),
+                                         cprompt, language=lang, max_frames=cap, **kw)  # fmt: skip
+                shapes = prompt.shape == (1, *up["prefill"].shape) and trailing.shape == (1, *up["trailing"].shape)
+                dp = mx(prompt[0], up["prefill"]) if shapes else float("inf")
+                dt = mx(trailing[0], up["trailing"]) if shapes else float("inf")
+                dpad = mx(pad[0, 0], up["pad"])
+                worst = max(worst, dp, dt, dpad)
+                print(f"{kind} {key} upstream {mode} (non_streaming_mode={up['non_streaming_mode']}) vs ours "
+                      f"{kw or 'default'}: prefill {len(up['prefill'])} rows, trailing {len(up['trailing'])}; "
+                      f"max |diff| prefill {dp:.3e}, trailing {dt:.3e}, pad {dpad:.3e}; "
+                      f"codes equal {res.frames == up['codes']} ({len(up['codes'])} frames)")  # fmt: skip
+            print(f"{kind} {key}: upstream's default call equals its {default_is} call bit for bit")
+            fixture[kind][key] = {"text": text, "language": lang, "cap": cap, "default_is": default_is,
+                                  **({"speaker": speaker} if kind == "custom" else {"clip": clip, "icl": icl}),
+                                  **({"speaker_embedding": f32_b64(spk_emb), "ref_codes": ref_codes} if kind == "base" else {}),
+                                  "modes": {mo: {k: v for k, v in got[mo].items() if k != "raw"}
+                                            for mo in ("non_streaming", "streaming")},
+                                  "default_codes": got["default"]["codes"]}  # fmt: skip
+        del m
+    print(f"worst max |diff| over every prefill, trailing and pad: {worst:.3e}")
+    if fixture_path:
+        fixture["made_by"] = ("bench/upstream_qwen3.py --modes-fixture: Qwen3TTSModel.from_pretrained + "
+                              "generate_custom_voice / create_voice_clone_prompt + generate_voice_clone, qwen-tts 0.1.1 / "
+                              f"transformers 4.57.3 / torch {torch.__version__}, fp32, torch.manual_seed(3), tiny folders seed 0")
+        Path(fixture_path).write_text(json.dumps(fixture, separators=(",", ":")), encoding="utf-8")
+        print(f"wrote {fixture_path}")
+    return fixture
+
+
+def rates_compare(base_dir: Path, fixture_path: str | None) -> None:
+    """create_voice_clone_prompt (upstream's whole path: its resampling, encoder and speaker
+    encoder) on the tests' reference clip made at other rates, against clone.make_clone_prompt."""
+    from epub2audio.voices.qwen3tts.clone import load_clone_stages, make_clone_prompt
+
+    torch.set_num_threads(1)
+    m, _ = _upstream_wrapper(base_dir)
+    stages = load_clone_stages(base_dir)
+    out = {}
+    for rate in (16000, 22050, 44100, 48000):
+        audio = _reference_audio(2.0, 1, rate)
+        item = m.create_voice_clone_prompt(ref_audio=(audio, rate), ref_text=REF_TEXT)[0]
+        ours = make_clone_prompt(base_dir, (audio, rate), REF_TEXT, stages=stages)
+        codes = item.ref_code.tolist()
+        emb = item.ref_spk_embedding.detach().float()
+        print(f"{rate} Hz: codes equal {ours.ref_codes.tolist() == codes} ({len(codes)} frames); x-vector max |diff| "
+              f"{float((torch.from_numpy(ours.speaker_embedding).double() - emb.double()).abs().max()):.3e}")
+        out[str(rate)] = {"codes": codes, "speaker_embedding": f32_b64(emb)}
+    if fixture_path:
+        Path(fixture_path).write_text(json.dumps({"made_by": "bench/upstream_qwen3.py --rates: Qwen3TTSModel."
+                                                  "create_voice_clone_prompt, qwen-tts 0.1.1, tiny Base folder seed 0, "
+                                                  "reference_audio(2.0, 1, rate)", "rates": out}), encoding="utf-8")
 
 
 def log(msg: str) -> None:
@@ -553,9 +735,20 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--frames", type=int, default=25, help="decoder frames (12.5 a second)")
     ap.add_argument("--cp-frames", type=int, default=4)
+    ap.add_argument("--modes", nargs=2, metavar=("CUSTOM_DIR", "BASE_DIR"), help="upstream's default call and "
+                    "each non_streaming_mode through Qwen3TTSModel on these folders, against ours")
+    ap.add_argument("--modes-fixture", help="with --modes: write what upstream's entry points fed the Talker as JSON")
+    ap.add_argument("--rates", nargs=2, metavar=("BASE_DIR", "FIXTURE"), help="upstream's clone prompt from "
+                    "the reference clip at 16, 22.05, 44.1 and 48 kHz, against ours; FIXTURE '-' writes nothing")
     ap.add_argument("--save-reference", help="with --full: write upstream's fp64 logits + inputs here (torch.save)")
     a = ap.parse_args()
     _stub_torchaudio()
+    if a.rates:
+        rates_compare(Path(a.rates[0]), None if a.rates[1] == "-" else a.rates[1])
+        return 0
+    if a.modes:
+        modes_compare(Path(a.modes[0]), Path(a.modes[1]), a.modes_fixture)
+        return 0
     if a.base_dir:
         clone_compare(Path(a.base_dir), a.write_base_fixture)
         if a.skip_custom:
@@ -653,7 +846,7 @@ def main() -> int:
                                        "subtalker_dosample", "subtalker_top_k", "subtalker_top_p", "subtalker_temperature")})
             theirs = codes[0].tolist()
             res = generate(talker, cp, ids, ck.text_ids, ck.generation, torch.Generator().manual_seed(3),
-                           speaker=spk, language=lang, max_frames=n)
+                           speaker=spk, language=lang, max_frames=n, streaming=True)  # as non_streaming_mode=False
             print(f"generate {spk}/{lang} cap {n}: upstream {len(theirs)} frames, ours {len(res.frames)}; codes equal {theirs == res.frames}")
             replay[f"{spk}/{lang}/{n}"] = theirs
         if a.write_fixture:

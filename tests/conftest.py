@@ -21,3 +21,4 @@ def corpus() -> Path:
 def _no_calibre_cache_outside(tmp_path_factory, monkeypatch):
     """calibre's Piper voices are looked for in its cache: never the real one in a test."""
     monkeypatch.setenv("CALIBRE_CACHE_DIRECTORY", str(tmp_path_factory.mktemp("no-calibre-cache")))
+

@@ -32,12 +32,16 @@ def test_missing_file_means_unknown(tmp_path):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_own_memory_grows_with_a_private_allocation():
-    # 64 MiB is above glibc's largest mmap threshold, so the block is its own mapping: touching it
-    # adds exactly its pages and freeing it removes them, whatever else the process has freed meanwhile.
-    block = bytearray(64 * 1024 * 1024)
-    block[::4096] = b"x" * len(block[::4096])
+    # An anonymous mapping of its own (not malloc: a library loaded earlier in the same xdist worker
+    # may have raised glibc's mmap threshold, and then a freed block stays in the heap): touching it
+    # adds exactly its pages and unmapping it removes them, whatever else the process does meanwhile.
+    import mmap
+
+    block = mmap.mmap(-1, 64 * 1024 * 1024, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    for offset in range(0, len(block), 4096):
+        block[offset] = 1
     with_block = memory.private_bytes()
-    del block
+    block.close()
     assert with_block - memory.private_bytes() >= 60 * 1024 * 1024
 
 

@@ -97,7 +97,7 @@ def test_workers_flag_takes_a_number_or_auto_on_every_front_door(tmp_path, capsy
 
 
 def test_half_precision_flow_and_hift_stay_opt_in_on_a_gpu(tmp_path):
-    """bf16 / fp16 change the audio (their deviation is in the README's GPU table): --device cuda
+    """bf16 / fp16 change the audio (their deviation is in docs/cosyvoice3.md's GPU table): --device cuda
     alone keeps the flow and HiFT at fp32; only a flag or config.toml's key lowers them."""
     on_gpu = options.cosyvoice3_options(convert_parser().parse_args(["b.epub", "--device", "cuda"]), {})
     assert (on_gpu["device"], on_gpu["flow_precision"], on_gpu["hift_precision"], on_gpu["llm_precision"]) == (

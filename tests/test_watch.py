@@ -83,9 +83,12 @@ def numbered_book(n: int) -> tuple[bytes, int]:
     ("Book.epub~", False),
     (".Book.epub", False),
     (".Book.epub.abc123", False),  # rsync's temp name
-    ("Book.pdf", False),
+    ("Book.pdf", True),  # read through calibre (book/formats.py)
+    ("Book.MOBI", True),
+    ("Book.docx.part", False),
     ("Book.m4b", False),
-    ("notes.txt", False),
+    ("cover.jpg", False),
+    ("Book.epub.reason.txt.tmp", False),
 ])
 def test_ignore_rules(name, wanted):
     assert watch.is_candidate(name) is wanted
@@ -143,6 +146,17 @@ def test_arrival_waits_for_the_zip_directory_until_patience_runs_out(tmp_path):
     clock.now += 2.0
     assert arrivals.check(book) == WAITING  # quiet for longer than settle, but not a whole zip yet
     clock.now += 3.0
+    assert arrivals.check(book) == ARRIVED
+
+
+def test_arrival_of_a_format_that_is_not_a_zip_needs_only_the_settle_period(tmp_path):
+    """A PDF or a TXT has no zip directory to wait for: quiet for `settle` is arrived."""
+    clock = FakeClock()
+    arrivals = Arrivals(settle=1.0, patience=5.0, clock=clock)
+    book = tmp_path / "a.txt"
+    book.write_text("CHAPTER 1. Loomings.\n\nCall me Ishmael.\n", encoding="utf-8")
+    assert arrivals.check(book) == WAITING
+    clock.now += 1.0
     assert arrivals.check(book) == ARRIVED
 
 
@@ -476,7 +490,7 @@ def test_watch_folder_end_to_end(tmp_path, monkeypatch):
               "Not a zip.epub": b"This is not an EPUB at all.\n" * 20}
     duplicate = ("Copy of Book 01.epub", books["Book 01.epub"][0])
     ignored = {"Book 99.epub.part": numbered_book(99)[0], ".Book 98.epub": numbered_book(98)[0],
-               "notes.txt": b"not a book\n"}
+               "cover.jpg": b"not a book\n"}
     (out_dir / "Book 03.m4b").write_bytes(b"the user's own file, not ours")  # a name clash
 
     expected_messages = {}
@@ -594,12 +608,12 @@ def json_events(path: Path) -> list[dict]:
 def test_killed_watcher_resumes_a_half_converted_book_from_the_engines_job(tmp_path):
     """SIGKILL after part of a long book is rendered: the restart renders only the rest.
 
-    About a minute: the book must be long enough (500 sentences) that the kill lands mid-book
-    with work both done and left, and the watcher runs twice with its settle time."""
+    The gate holds the first run at sentence 60 of 160, so the kill lands mid-book with work both
+    done and left, whatever the machine's speed; the book is no longer than that needs."""
     in_dir, out_dir = tmp_path / "in", tmp_path / "out"
     in_dir.mkdir()
     out_dir.mkdir()
-    sentences = " ".join(f"Sentence {i} of this chapter, with a few more words to read aloud." for i in range(250))
+    sentences = " ".join(f"Sentence {i} of this chapter, with a few more words to read aloud." for i in range(80))
     (in_dir / "long.epub").write_bytes(epub_bytes("Long", [("One", sentences), ("Two", sentences + " The end.")]))
     env = dict(os.environ, EPUB2AUDIO_DATA_DIR=str(tmp_path / "data"), EPUB2AUDIO_CACHE_DIR=str(tmp_path / "cache"),
                EPUB2AUDIO_CONFIG=str(tmp_path / "no-config.toml"), PYTHONUNBUFFERED="1")

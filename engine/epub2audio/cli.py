@@ -28,7 +28,8 @@ class _Parser(argparse.ArgumentParser):
 
 def convert_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="epub2audio", description="Turn an EPUB into an M4B audiobook with chapters, read by a local voice.")
-    p.add_argument("book", type=Path, help="the EPUB file")
+    p.add_argument("book", type=Path, help="the EPUB file (MOBI, AZW3, DOCX, FB2, ODT, RTF, TXT, HTML and PDF are "
+                                           "converted to EPUB first with calibre's ebook-convert)")
     p.add_argument("-o", "--output", type=Path, help="the audiobook to write (default: next to the book, "
                                                      "BOOK.m4b or the --format's suffix)")
     p.add_argument("--list-chapters", action="store_true", help="show the chapters and what is skipped, then stop")
@@ -354,18 +355,9 @@ def chapter_table(book) -> str:
 
 def chapter_listing(book) -> dict:
     """The same facts as chapter_table, for programs (`--list-chapters --progress json`)."""
-    from .book.skips import plan_fields
+    from .book.listing import listing
 
-    return {
-        "title": book.title, "authors": book.authors, "language": book.language,
-        "chapters": [{"number": i, "title": c.title, "characters": c.char_count,
-                      "estimated_seconds": round(c.char_count / CHARS_PER_SECOND, 1)}
-                     for i, c in enumerate(book.chapters, 1)],
-        "skipped": [{"title": s.title, "reason": s.reason, "characters": s.chars, "evidence": s.evidence}
-                    for s in book.skipped],
-        "skipping": plan_fields(book),
-        "warnings": list(book.warnings),
-    }
+    return listing(book)
 
 
 def _read_metadata(path: Path | None) -> dict:
@@ -478,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         if argv[:1] == ["watch"]:
             from .watch import command as watch
 
-            parser = _Parser(prog="epub2audio watch", description="Watch a folder: every EPUB dropped into it becomes an M4B.")
+            parser = _Parser(prog="epub2audio watch", description="Watch a folder: every book dropped into it becomes an M4B.")
             watch.add_arguments(parser)
             return watch.run(parser.parse_args(argv[1:]))
         return run_convert(convert_parser().parse_args(argv))

@@ -16,6 +16,9 @@ environment variables, command-line options. Keys in config.toml:
   length_cap = "tight"           (CosyVoice3: a segment that reaches it is re-split; "upstream": 20 per
                                   text token and cut there, as upstream; Qwen3-TTS: T_max frames and
                                   re-split; "upstream": max_new_tokens frames, kept)
+  qwen3_streaming = true         (Qwen3-TTS: feed the text one token a frame, upstream's non_streaming_mode
+                                  = False; unset: upstream's default, non-streaming for a built-in speaker,
+                                  streaming for a cloned voice)
   lexicon = "/path/to/lexicon.txt"   (pronunciations shared by the command, calibre and the watcher)
   image_alt = false              (do not read pictures' descriptions; `--image-alt` and BOOK.epub2audio.toml's
                                   image_alt win over it)

@@ -1,10 +1,13 @@
-"""Shared fixtures for the CosyVoice3 tests: one tiny official-layout model directory per session."""
+"""Shared fixtures for the CosyVoice3 tests: one tiny official-layout model directory per test run
+(shared by the xdist workers: run_cache.built_once)."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+
+from run_cache import built_once
 
 # Nothing in these tests may reach the network (transformers / faster-whisper would try the Hub).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -15,7 +18,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 def tiny_model_dir(tmp_path_factory):
     from .fixtures import write_tiny_checkpoint
 
-    return write_tiny_checkpoint(tmp_path_factory.mktemp("cosyvoice3-tiny"), seed=0)
+    return built_once(tmp_path_factory, "cosyvoice3-tiny", lambda d: write_tiny_checkpoint(d, seed=0))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -1,15 +1,18 @@
-"""One tiny official-layout Qwen3-TTS folder per test session."""
+"""Tiny official-layout Qwen3-TTS folders, each written once per test run (shared by the xdist
+workers: run_cache.built_once)."""
 
 from __future__ import annotations
 
 import pytest
+
+from run_cache import built_once
 
 
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory):
     from .random_weights import write_tiny_model
 
-    return write_tiny_model(tmp_path_factory.mktemp("qwen3tts-tiny"), seed=0)
+    return built_once(tmp_path_factory, "qwen3tts-tiny", lambda d: write_tiny_model(d, seed=0))
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +26,7 @@ def tiny_checkpoint(tiny_dir):
 def tiny_base_dir(tmp_path_factory):
     from .random_weights import write_tiny_base_model
 
-    return write_tiny_base_model(tmp_path_factory.mktemp("qwen3tts-tiny-base"), seed=0)
+    return built_once(tmp_path_factory, "qwen3tts-tiny-base", lambda d: write_tiny_base_model(d, seed=0))
 
 
 @pytest.fixture(scope="session")
@@ -47,15 +50,17 @@ LOOP_FRAMES = 20  # the looping folder's max_new_tokens (T_config), so its cap i
 def speaking_dir(tmp_path_factory):
     from .random_weights import write_tiny_model
 
-    return write_tiny_model(tmp_path_factory.mktemp("qwen3tts-speaking"), seed=0, codec_bias=SPEAKING_BIAS)
+    return built_once(tmp_path_factory, "qwen3tts-speaking",
+                      lambda d: write_tiny_model(d, seed=0, codec_bias=SPEAKING_BIAS))
 
 
 @pytest.fixture(scope="session")
 def loop_dir(tmp_path_factory):
     from .random_weights import write_tiny_model
 
-    return write_tiny_model(tmp_path_factory.mktemp("qwen3tts-loop"), seed=0, codec_bias=LOOP_BIAS,
-                            steady=LOOP_STEADY, max_new_tokens=LOOP_FRAMES)
+    return built_once(tmp_path_factory, "qwen3tts-loop",
+                      lambda d: write_tiny_model(d, seed=0, codec_bias=LOOP_BIAS, steady=LOOP_STEADY,
+                                                 max_new_tokens=LOOP_FRAMES))
 
 
 @pytest.fixture(scope="session")
@@ -63,4 +68,5 @@ def speaking_base_dir(tmp_path_factory):
     """A Base folder whose clones stop after a few frames (eos favoured, as speaking_dir)."""
     from .random_weights import write_tiny_base_model
 
-    return write_tiny_base_model(tmp_path_factory.mktemp("qwen3tts-speaking-base"), seed=0, codec_bias=SPEAKING_BIAS)
+    return built_once(tmp_path_factory, "qwen3tts-speaking-base",
+                      lambda d: write_tiny_base_model(d, seed=0, codec_bias=SPEAKING_BIAS))

@@ -194,3 +194,21 @@ def test_decode_clone_puts_the_reference_in_front_and_cuts_its_share(tiny_base_d
     assert not torch.equal(wav, dec.decode(torch.tensor(frames)))  # the reference's context changes the audio
     xvec = ClonePrompt(speaker_embedding=icl.speaker_embedding, ref_codes=None, ref_text=None, ref_text_ids=None, model_id="x")
     assert torch.equal(decode_clone(dec, xvec, frames), dec.decode(torch.tensor(frames)))
+
+
+RATES = json.loads((Path(__file__).parent / "upstream_tiny_rates.json").read_text(encoding="utf-8"))["rates"]
+
+
+@pytest.mark.parametrize("rate", [16000, 22050, 44100, 48000])
+def test_upstreams_whole_clone_prompt_path_at_common_rates(tiny_base_dir, tiny_base_stages, rate):
+    """upstream_tiny_rates.json: Qwen3TTSModel.create_voice_clone_prompt on the clip made at `rate`
+    (bench/upstream_qwen3.py --rates; its own resampling, 12 Hz encoder and speaker encoder).
+    With soxr our prompt is upstream's: codes equal, x-vector measured bit-equal."""
+    import base64
+
+    pytest.importorskip("soxr")
+    ref = RATES[str(rate)]
+    p = make_clone_prompt(tiny_base_dir, (reference_audio(2.0, 1, rate=rate), rate), "hello", stages=tiny_base_stages)
+    assert p.ref_codes.tolist() == ref["codes"] and len(ref["codes"]) in (25, 26)
+    emb = np.frombuffer(base64.b64decode(ref["speaker_embedding"]["f32le_base64"]), dtype="<f4")
+    assert float(np.abs(p.speaker_embedding.astype(np.float64) - emb).max()) <= 1e-5

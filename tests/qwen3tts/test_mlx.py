@@ -126,7 +126,7 @@ def test_seeded_generation_replays_upstream_codes_on_mlx(tiny_checkpoint, stages
         speaker, language, cap = key.split("/")
         res = generate(talker, cp, FIXTURE["generate_ids"], ck.text_ids, ck.generation,
                        torch.Generator().manual_seed(FIXTURE["generate_seed"]), speaker=speaker, language=language,
-                       max_frames=int(cap))  # fmt: skip
+                       max_frames=int(cap), streaming=True)  # fmt: skip
         assert res.capped and res.frames == theirs, key
 
 

@@ -75,8 +75,9 @@ def test_seeded_draws_replay_transformers_processors_exactly():
 
 
 def test_seeded_generation_replays_upstream_generate_codes_exactly(tiny_checkpoint):
-    """Upstream's Qwen3TTSForConditionalGeneration.generate (CustomVoice prompt, max_new_tokens 40,
-    torch.manual_seed(3)) against ours with Generator seed 3: every frame's 16 codes equal."""
+    """Upstream's Qwen3TTSForConditionalGeneration.generate (CustomVoice prompt, non_streaming_mode=False,
+    max_new_tokens 40, torch.manual_seed(3)) against ours with Generator seed 3, streaming layout:
+    every frame's 16 codes equal. (Upstream's default layout: test_upstream_modes.py.)"""
     from epub2audio.voices.qwen3tts.generate import generate
 
     ck = tiny_checkpoint
@@ -86,7 +87,7 @@ def test_seeded_generation_replays_upstream_generate_codes_exactly(tiny_checkpoi
         speaker, language, cap = key.split("/")
         res = generate(talker, cp, FIXTURE["generate_ids"], ck.text_ids, ck.generation,
                        torch.Generator().manual_seed(FIXTURE["generate_seed"]), speaker=speaker, language=language,
-                       max_frames=int(cap))  # fmt: skip
+                       max_frames=int(cap), streaming=True)  # fmt: skip
         assert len(theirs) == int(cap) - 1 and res.capped
         assert res.frames == theirs, key
 
@@ -96,3 +97,14 @@ def test_length_bound():
 
     assert [frame_cap(n, 8192) for n in (1, 12, 13, 100)] == [75, 75, 78, 600]
     assert frame_cap(100, 500) == 500
+
+
+def test_generation_defaults_are_upstreams():
+    """A key generation_config.json lacks takes upstream's hard default (qwen-tts 0.1.1
+    Qwen3TTSModel._merge_generate_kwargs); a key it has wins (the shipped file's 8192)."""
+    from epub2audio.voices.qwen3tts.checkpoint import GenerationArgs
+
+    hard = dict(do_sample=True, top_k=50, top_p=1.0, temperature=0.9, repetition_penalty=1.05, subtalker_dosample=True,
+                subtalker_top_k=50, subtalker_top_p=1.0, subtalker_temperature=0.9, max_new_tokens=2048)
+    assert GenerationArgs.from_config({}) == GenerationArgs(**hard)
+    assert GenerationArgs.from_config({"max_new_tokens": 8192}).max_new_tokens == 8192

@@ -65,7 +65,8 @@ def test_codes_are_generate_with_the_segment_seed_speaker_and_language(voice):
                             torch.Generator().manual_seed(seed), speaker="ryan", language=name)
         assert not expected.capped
         assert voice.codes(TEXT, seed, tag) == expected.frames
-    assert voice.codes(TEXT, 3, "en") != voice.codes(TEXT, 3, "nl")  # the language id is in the prompt
+    # the language id is in the prompt (seed 0: 16 frames against 28; seed 3 happens to draw the same 3 frames)
+    assert voice.codes(TEXT, 0, "en") != voice.codes(TEXT, 0, "nl")
 
 
 def test_synthesize_is_the_decoded_codes_as_int16_and_depends_only_on_the_seed(voice):
@@ -117,3 +118,39 @@ def test_a_looping_folder_reaches_the_cap_and_is_never_passed_on(loop_dir):
     upstream = Qwen3Voice.load(loop_dir, "ryan", device="cpu", threads=1, length_cap="upstream")
     frames = upstream.codes("Hi.", 0, "en")
     assert len(frames) == LOOP_FRAMES - 1 and {f[0] for f in frames} == {LOOP_CODE}
+
+
+def test_streaming_option_is_upstreams_other_layout_and_named_in_the_model_id(voice, speaking_dir):
+    """qwen3_streaming = true: the streaming prompt (upstream's non_streaming_mode=False), another
+    reading from the same seed, named in the id; false is the default (upstream's) and its id."""
+    ck = voice.checkpoint
+    streamed = Qwen3Voice.load(speaking_dir, "ryan", device="cpu", threads=1, streaming=True)
+    assert streamed.info.model_id == voice.info.model_id + "+streaming"
+    assert Qwen3Voice.load(speaking_dir, "ryan", device="cpu", threads=1, streaming=False).info.model_id == voice.info.model_id
+    ids = voice.tokenizer.encode(TEXT)
+    expected = generate(voice.talker, voice.code_predictor, ids, ck.text_ids, ck.generation,
+                        torch.Generator().manual_seed(0), speaker="ryan", language="english", streaming=True)
+    assert streamed.codes(TEXT, 0, "en") == expected.frames != voice.codes(TEXT, 0, "en")
+    # a clone's default is the streaming layout (generate_voice_clone's), so there the tag is the other one
+    from epub2audio.voices.qwen3tts.voice import text_layout
+
+    assert text_layout("base", None) == text_layout("base", True) == (True, "")
+    assert text_layout("base", False) == (False, "+non-streaming")
+    assert text_layout("custom_voice", None) == (False, "")
+
+
+def test_qwen3_streaming_reaches_qwen3_voices_only_and_must_be_a_bool(tmp_path, monkeypatch):
+    """config.toml's qwen3_streaming is routed to a Qwen3-TTS voice's options as `streaming`
+    (absent: not passed, so the voice takes upstream's default); a CosyVoice3 voice never sees it."""
+    from epub2audio.errors import InputError
+    from epub2audio.voices import catalog
+
+    monkeypatch.setattr(catalog, "_qwen3_folder_of", lambda name: (type("F", (), {"model_dir": tmp_path, "name": "tiny"})(), "ryan"))
+    monkeypatch.setattr(catalog, "qwen3_clone", lambda name: None)
+    extra = {"device": "cpu", "length_cap": "tight", "llm_backend": "auto"}
+    plain = catalog.resolve("qwen3:tiny:ryan", config={}, extra=extra)
+    assert plain.options["extra"] == {"device": "cpu", "length_cap": "tight"}
+    streamed = catalog.resolve("qwen3:tiny:ryan", config={"qwen3_streaming": True}, extra=extra)
+    assert streamed.options["extra"] == {"device": "cpu", "length_cap": "tight", "streaming": True}
+    with pytest.raises(InputError, match=r"^config.toml: qwen3_streaming must be true or false, not 'yes'$"):
+        catalog.resolve("qwen3:tiny:ryan", config={"qwen3_streaming": "yes"}, extra=extra)

@@ -153,6 +153,8 @@ class DocInfo:
     images: list[str]  # resolved src of <img>/<svg:image> that are not data URIs
     found: set[str]  # anchors found
     has_text: bool
+    lone_line: str = ""  # the file's text when it is one short block (a heading over links, say)
+    links: int = 0  # links to other files of the book
 
 
 class Cutter:
@@ -332,6 +334,10 @@ class Cutter:
     def _doc_skip_reason(self, name: str, info: DocInfo) -> str | None:
         """Why a file that no TOC entry points at is not read, if it is not."""
         reason = self._marked(info.types, (name, None), "", name)
+        if not reason and info.lone_line and info.links >= 2 and SKIP_TITLES[0][0].search(_folded(info.lone_line)):
+            # "Table of Contents" over a list of links (calibre's MOBI and AZW3 put one at the end):
+            # the links are not read (text.py), and the heading is no part of the chapter before it
+            return "table of contents (a heading over links)"
         if reason or info.has_text:
             return reason
         if set(info.images) & self.cover_images:
@@ -390,7 +396,7 @@ class Cutter:
         for kind, label in SKIP_TYPES.items():
             if kind in landmark:
                 return f"{label} ({self.landmark_source})"
-        folded = re.sub(r"[\s.:]+$", "", clean(title).lower().replace("’", "'"))
+        folded = _folded(title)
         for pattern, label in SKIP_TITLES:
             if pattern.search(folded):
                 return f"{label} (title)"
@@ -560,6 +566,10 @@ def add_sources(span: Span, sources: list[str]):
             span.sources.append(source)
 
 
+def _folded(title: str) -> str:
+    return re.sub(r"[\s.:]+$", "", clean(title).lower().replace("’", "'"))
+
+
 def doc_info(root, name: str, anchors: set[str], items) -> DocInfo:
     body = find_body(root)
     types = set(semantic_types(body))
@@ -581,8 +591,12 @@ def doc_info(root, name: str, anchors: set[str], items) -> DocInfo:
                     found |= semantic_types(first_child)
                 anchor_types[el_id] = found
     found = {it.id for it in items if isinstance(it, Anchor)}
-    has_text = any(isinstance(it, Block) for it in items)
-    return DocInfo(doc_title(root), types, anchor_types, images(body, name), found, has_text)
+    blocks = [it for it in items if isinstance(it, Block)]
+    lone_line = blocks[0].text if len(blocks) == 1 and len(blocks[0].text) <= 60 else ""
+    links = sum(1 for el in body.iter() if local_name(el) == "a"
+                and (el.get("href") or "").partition("#")[0] not in ("", posixpath.basename(name))
+                and "://" not in (el.get("href") or "") and not (el.get("href") or "").startswith("mailto:"))
+    return DocInfo(doc_title(root), types, anchor_types, images(body, name), found, bool(blocks), lone_line, links)
 
 
 def semantic_types(el) -> set[str]:

@@ -84,6 +84,7 @@ from ..errors import InputError
 from .boilerplate import drop_repeated
 from .chapters import Cutter, DocInfo, DocStart, Boundary, doc_info, doc_title, images, to_chapter
 from .container import open_container
+from .formats import readable_epub
 from .metadata import Metadata
 from . import skips
 from .model import Book, Skipped
@@ -110,6 +111,7 @@ def load_book(path: str | Path, notes: str = "skip", keep_front_matter: bool = F
     path = Path(path)
     if notes not in NOTE_POLICIES:
         raise InputError(f"--notes must be one of {', '.join(NOTE_POLICIES)}, not {notes!r}")
+    path = readable_epub(path)  # MOBI, DOCX, PDF, ...: the EPUB calibre makes of it (formats.py)
     _check_file(path)
     try:
         package = _open_epub(path)

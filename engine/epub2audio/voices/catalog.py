@@ -75,9 +75,9 @@ def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: 
     if name.startswith("piper:") or (profiles_dir() / name / "piper.json").exists():
         return _piper_choice(name)
     if name.startswith(QWEN3):
-        return _qwen3_choice(name, workers, extra or {})
+        return _qwen3_choice(name, workers, extra or {}, config)
     if (profiles_dir() / name / QWEN3_CLONE_FILE).exists():
-        return _qwen3_choice(QWEN3 + name, workers, extra or {})
+        return _qwen3_choice(QWEN3 + name, workers, extra or {}, config)
     profile = name.split(":", 1)[1] if name.startswith("cosyvoice3:") else name
     profile_dir = profiles_dir() / profile
     if not (profile_dir / "profile.json").exists():
@@ -311,7 +311,7 @@ class Listed:
 
 def listing() -> list[Listed]:
     """Every voice that can be used here, with its family, languages and sample rate."""
-    # The default first, then Kokoro (heard best, but 7-10x slower than joe: README "Voices"), then
+    # The default first, then Kokoro (heard best, but 7-10x slower than joe: docs/voices.md), then
     # the other Piper voices, CosyVoice3 and the test tone last.
     rows = [Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"], "Joe, the embedded Piper voice (en_US medium; default)")]
     if kokoro_installed():
@@ -559,10 +559,16 @@ def _qwen3_folder_of(voice: str) -> tuple[Qwen3Folder, str]:
     return folder, speaker.lower()
 
 
-def _qwen3_choice(name: str, workers: int, extra: dict) -> VoiceChoice:
+def _qwen3_choice(name: str, workers: int, extra: dict, config: dict) -> VoiceChoice:
     threads = max(1, _available_cores() // max(1, workers))
     # of the job's model options, these two apply (the CosyVoice3 backends and precisions do not)
     options = {key: extra[key] for key in ("device", "length_cap") if key in extra}
+    # config.toml's qwen3_streaming reaches Qwen3-TTS only (CosyVoice3's options never carry it);
+    # absent, each voice takes upstream's default text layout (qwen3tts/voice.py)
+    if "qwen3_streaming" in config:
+        if not isinstance(config["qwen3_streaming"], bool):
+            raise InputError(f"config.toml: qwen3_streaming must be true or false, not {config['qwen3_streaming']!r}")
+        options["streaming"] = config["qwen3_streaming"]
     clone = qwen3_clone(name)
     if clone is not None:
         if not clone.model_dir.is_dir():

@@ -42,6 +42,17 @@ def expose_durations(model) -> str | None:
     return name
 
 
+def durations_session(model, durations: str, options):
+    """An ONNX Runtime session of durations_graph (no decoder), or False if it cannot be cut out."""
+    import onnxruntime
+
+    graph = durations_graph(model, durations)
+    if graph is None:
+        return False
+    return onnxruntime.InferenceSession(graph.SerializeToString(), sess_options=options,
+                                        providers=["CPUExecutionProvider"])
+
+
 def durations_graph(model, durations: str):
     """The part of the graph that computes the durations (text encoder and duration predictor,
     not the decoder), or None if it cannot be cut out."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..files import sha256_file
 from .base import VoiceInfo
-from .durations import chunk_stream, durations_graph, expose_durations
+from .durations import chunk_stream, durations_session, expose_durations
 
 SAMPLE_RATE = 24_000
 # hibari-tts 0.2.1's bundled heart model (its assets/voices.json says so; checked on every load).
@@ -117,13 +117,8 @@ class HibariVoice:
 
     def frames(self, phonemes: str) -> np.ndarray:
         """A chunk's duration frames per token, from the durations graph (no vocoder)."""
-        import onnxruntime
-
         if self._durations_session is None:
-            graph = durations_graph(self._graph, self._durations)
-            self._durations_session = onnxruntime.InferenceSession(
-                graph.SerializeToString(), sess_options=self._options, providers=["CPUExecutionProvider"]
-            ) if graph is not None else False
+            self._durations_session = durations_session(self._graph, self._durations, self._options)
         if self._durations_session is False:
             return self.run(phonemes, np.random.Generator(np.random.PCG64(0)))[1]
         (frames,) = self._durations_session.run(None, self._feeds(phonemes))

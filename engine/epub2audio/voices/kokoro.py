@@ -43,7 +43,7 @@ from ..config import data_dir
 from ..errors import InputError
 from ..files import sha256_file
 from .base import VoiceInfo
-from .durations import chunk_stream, durations_graph, expose_durations
+from .durations import chunk_stream, durations_session, expose_durations
 
 SAMPLE_RATE = 24_000
 PACKAGED_STYLES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")
@@ -570,13 +570,8 @@ class KokoroVoice:
 
     def frames(self, phonemes: str) -> np.ndarray:
         """A chunk's duration frames per token, from the durations graph (no decoder)."""
-        import onnxruntime
-
         if self._durations_session is None:
-            graph = durations_graph(self._graph, self._durations)
-            self._durations_session = onnxruntime.InferenceSession(
-                graph.SerializeToString(), sess_options=self._options, providers=["CPUExecutionProvider"]
-            ) if graph is not None else False
+            self._durations_session = durations_session(self._graph, self._durations, self._options)
         if self._durations_session is False:
             return self.run_aligned(phonemes)[1]
         feeds = self._feeds(phonemes)

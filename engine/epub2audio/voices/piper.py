@@ -174,7 +174,7 @@ class PiperEmbeddedVoice:
         self._durations_session = None
         options = onnxruntime.SessionOptions()
         # One intra-op thread is as fast as two for Piper on small CPUs and leaves the other core
-        # to a second worker (see README, "Speed").
+        # to a second worker (see docs/speed-and-memory.md, "Workers").
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         self._options = options

@@ -1,9 +1,10 @@
-"""`epub2audio watch IN_DIR --out OUT_DIR`: drop an EPUB into a folder, get an M4B.
+"""`epub2audio watch IN_DIR --out OUT_DIR`: drop a book into a folder, get an M4B.
 
 The watcher finds books, keeps a queue and calls `render.convert` for each; everything about books
 and audio is the engine's. One room per concern:
 
-  arrivals.py   which files are books (`*.epub`, not hidden, not a download in progress: `.part`,
+  arrivals.py   which files are books (`*.epub`, and the formats read through calibre: `*.mobi`,
+                `*.docx`, `*.pdf`, ...; not hidden, not a download in progress: `.part`,
                 `.crdownload`, `.tmp`, `.download`, `~`), and when one has finished arriving
   scanner.py    watchdog's events for IN_DIR's top level, plus a scan at start and every `--rescan`
                 seconds for what the events missed; arrived files are offered to the queue

@@ -1,8 +1,9 @@
 """Which files in IN_DIR are books, and when one has finished arriving.
 
-A file has arrived when its size and mtime have not changed for `settle` seconds and its zip central
-directory reads (the directory is written last, so a copy that stalls for longer than the settle
-time is still waited for). A file that stays unreadable for PATIENCE_FACTOR settle periods is handed
+A book is an EPUB or any format the engine reads through calibre (book/formats.py: MOBI, AZW3, DOCX,
+FB2, ODT, RTF, TXT, HTML, PDF). A file has arrived when its size and mtime have not changed for
+`settle` seconds and, for the zip formats (EPUB, DOCX, ODT), its zip central directory reads (the
+directory is written last, so a copy that stalls for longer than the settle time is still waited for). A file that stays unreadable for PATIENCE_FACTOR settle periods is handed
 to the engine anyway, which names what is wrong with it.
 """
 
@@ -16,6 +17,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..book.formats import BOOK_SUFFIXES, ZIP_SUFFIXES
+
 DEFAULT_SETTLE = 3.0
 PATIENCE_FACTOR = 5  # an unreadable zip gets this many settle periods before it counts as broken
 IGNORED_ENDINGS = (".part", ".crdownload", ".tmp", ".download", "~")
@@ -23,11 +26,11 @@ WAITING, ARRIVED, GONE = "waiting", "arrived", "gone"
 
 
 def is_candidate(name: str) -> bool:
-    """An EPUB worth looking at: not hidden, not a download still in progress."""
+    """A book worth looking at: not hidden, not a download still in progress."""
     lower = name.lower()
     if name.startswith(".") or lower.endswith(IGNORED_ENDINGS):
         return False
-    return lower.endswith(".epub")
+    return lower.endswith(BOOK_SUFFIXES)
 
 
 def file_signature(path: Path) -> tuple[int, int] | None:
@@ -79,7 +82,7 @@ class Arrivals:
         self._seen.pop(path, None)
 
     def check(self, path: Path) -> str:
-        """WAITING until unchanged for `settle` seconds and readable as a zip (or unchanged for
+        """WAITING until unchanged for `settle` seconds and, for a zip format, readable as a zip (or unchanged for
         `patience` seconds: then it is as complete as it will get), then ARRIVED once."""
         signature = file_signature(path)
         if signature is None:
@@ -91,7 +94,8 @@ class Arrivals:
             self._seen[path] = _Sighting(signature, now)
             return WAITING
         quiet = now - seen.since
-        if quiet < self.settle or (quiet < self.patience and not zip_readable(path)):
+        zipped = path.name.lower().endswith(ZIP_SUFFIXES)
+        if quiet < self.settle or (zipped and quiet < self.patience and not zip_readable(path)):
             return WAITING
         self.forget(path)
         return ARRIVED

@@ -25,7 +25,8 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("in_dir", type=Path, metavar="IN_DIR", help="the folder to watch for EPUB files")
+    parser.add_argument("in_dir", type=Path, metavar="IN_DIR", help="the folder to watch for books: EPUB, or with calibre "
+                        "installed MOBI, AZW3, DOCX, FB2, ODT, RTF, TXT, HTML or PDF")
     parser.add_argument("--out", "-o", dest="out_dir", type=Path, required=True, metavar="OUT_DIR",
                         help="where the M4B files (and epub2audio-watch.log) go")
     parser.add_argument("--voice", help="auto (default: each book's language decides; joe for English), joe, kokoro:NAME, "
@@ -50,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="audiobookshelf: each book as OUT_DIR/Author/Series/Book N - Title/Title.m4b with "
                              "cover.jpg, desc.txt and reader.txt, as Audiobookshelf's scanner expects "
                              "(default flat: OUT_DIR/NAME.m4b; config.toml: layout)")
+    parser.add_argument("--web", metavar="[HOST:]PORT",
+                        help="also serve a web page to drop books, follow the queue, cancel, retry, listen and "
+                             "download (default host 127.0.0.1; any other address needs the token printed at "
+                             "start or config.toml's web_token; config.toml: web; needs pip install "
+                             "'epub2audio[web]')")
 
 
 def _check_folders(args: argparse.Namespace) -> tuple[Path, Path]:
@@ -65,8 +71,14 @@ def _check_folders(args: argparse.Namespace) -> tuple[Path, Path]:
 def run(args: argparse.Namespace) -> int:
     """The watch command. Bad arguments raise InputError (exit code 2); returns 0, or 130 when
     stopped by Ctrl-C / SIGTERM."""
+    from ..config import load_config
+    from .web import check_installed, web_settings
+
     in_dir, out_dir = _check_folders(args)
     options = job_options(args)
+    web = web_settings(getattr(args, "web", None), load_config())
+    if web is not None:
+        check_installed()
     state = queue_path(in_dir, out_dir)
     log = WatchLog(out_dir / LOG_NAME, json_stream=sys.stdout if args.progress == "json" else None)
     previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -74,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
         with instance_lock(state.with_suffix(".lock"), in_dir, out_dir):
             try:
                 watch_folder(in_dir, out_dir, options, state=state, log=log, voice_lock=voice_lock_path(options),
-                             settle=args.settle, rescan=args.rescan, once=args.once, progress_mode=args.progress)
+                             settle=args.settle, rescan=args.rescan, once=args.once, progress_mode=args.progress,
+                             web=web)
             except KeyboardInterrupt:  # the log says so; the book being converted is back in the queue
                 return EXIT_INTERRUPTED
             return EXIT_OK
@@ -89,7 +102,7 @@ def _raise_interrupt(signum, frame):
 def main(argv: list[str] | None = None) -> int:
     """`python -m epub2audio.watch ...` (the same as `epub2audio watch ...`)."""
     parser = argparse.ArgumentParser(prog="epub2audio watch",
-                                     description="Watch a folder: every EPUB dropped into it becomes an M4B.")
+                                     description="Watch a folder: every book dropped into it becomes an M4B.")
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:

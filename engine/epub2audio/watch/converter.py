@@ -15,6 +15,7 @@ JSON stream carry each warning once.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import traceback
 from pathlib import Path
@@ -27,6 +28,11 @@ from .names import numbered_names, one_line
 from .queue import QueuedBook, WatchQueue
 
 FAILED_DIR = "failed"
+
+
+class Cancelled(BaseException):
+    """Cancel was asked for the book being converted (the web page's button, through the queue).
+    A BaseException, as KeyboardInterrupt is: no `except Exception` on the way up may swallow it."""
 
 
 def move_to_failed(in_dir: Path, source: Path, reason: str) -> Path:
@@ -56,14 +62,45 @@ class WarningsToLog(Progress):
         self.progress.close()
 
 
+class Watched(Progress):
+    """A book's progress events, also told to `listener(sha256, event, fields)` (the web page's
+    live view); raises Cancelled at the first event after a cancel was asked for in the queue."""
+
+    def __init__(self, progress: Progress, queue: WatchQueue, book: QueuedBook, listener=None):
+        self.progress, self.queue, self.book, self.listener = progress, queue, book, listener
+
+    def emit(self, event: str, **fields) -> None:
+        if self.listener is not None:
+            self.listener(self.book.sha256, event, fields)
+        if self.queue.cancel_requested(self.book.sha256):
+            raise Cancelled
+        self.progress.emit(event, **fields)
+
+    def close(self) -> None:
+        self.progress.close()
+
+
+def move_back(in_dir: Path, source: Path) -> Path:
+    """A book in IN_DIR/failed/ back in IN_DIR (numbered if the name is taken), its reason file
+    removed; a book elsewhere stays where it is. Returns where it is now."""
+    in_dir, source = Path(in_dir), Path(source)
+    if source.parent != in_dir / FAILED_DIR or not source.is_file():
+        return source
+    target = next(in_dir / n for n in numbered_names(source.stem, source.suffix) if not (in_dir / n).exists())
+    os.replace(source, target)
+    (in_dir / FAILED_DIR / f"{source.name}.reason.txt").unlink(missing_ok=True)
+    return target
+
+
 class Converter:
     """Takes the queued books one at a time, oldest first, and hands each to the engine."""
 
     def __init__(self, in_dir: Path, out_dir: Path, queue: WatchQueue, log: WatchLog, options,
-                 progress_mode: str = "none", voice_lock=None):
+                 progress_mode: str = "none", voice_lock=None, listener=None):
         self.in_dir, self.out_dir, self.queue, self.log = Path(in_dir), Path(out_dir), queue, log
         self.options, self.progress_mode = options, progress_mode
         self.voice_lock = voice_lock or contextlib.nullcontext()
+        self.listener = listener  # each book's progress events, for the web page
         self._told_out_missing = False
 
     def convert_next(self) -> bool:
@@ -101,7 +138,8 @@ class Converter:
         resuming = " (resuming)" if book.attempts else ""
         self.queue.mark_converting(book.sha256)
         self.log.say("converting", book.source.name, f"-> {book.output}{resuming}", book.sha256)
-        progress = WarningsToLog(for_mode(self.progress_mode), self.log, book)
+        progress = Watched(WarningsToLog(for_mode(self.progress_mode), self.log, book), self.queue, book,
+                           self.listener)
         try:
             # a book queued before the format changed (config.toml's format) is written in the new one
             target = (self.out_dir / book.output).with_suffix(f".{getattr(self.options, 'audio_format', 'm4b')}")
@@ -113,6 +151,10 @@ class Converter:
             self.log.say("stopped", book.source.name, "left in the queue; it resumes at the next start",
                          book.sha256)
             raise KeyboardInterrupt from None
+        except Cancelled:
+            self.queue.mark_cancelled(book.sha256)
+            self.log.say("cancelled", book.source.name, "stopped; Retry puts it back in the queue (the job resumes)",
+                         book.sha256)
         except InputError as error:
             self._book_failed(book, str(error))
         except JobFailed as error:
@@ -121,7 +163,7 @@ class Converter:
             traceback.print_exc()
             self._job_failed(book, f"internal error: {type(error).__name__}: {error}")
         else:
-            self.queue.mark_done(book.sha256)
+            self.queue.mark_done(book.sha256, _shown(result.output, self.out_dir))
             self.log.say("converted", book.source.name,
                          f"-> {_shown(result.output, self.out_dir)} ({result.chapters} chapters, {result.duration_seconds / 60:.1f} min)",
                          book.sha256)

@@ -21,6 +21,7 @@ class WatchLog:
     def __init__(self, path: Path, echo=sys.stderr, json_stream=None):
         self.path, self.echo, self.json_stream = Path(path), echo, json_stream
         self._lock = threading.Lock()
+        self.listeners = []  # called with (action, name, detail, sha256) after each line (the web page)
 
     def say(self, action: str, name: str = "", detail: str = "", sha256: str | None = None) -> None:
         stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
@@ -38,3 +39,5 @@ class WatchLog:
                 event = {"event": "watch", "action": action, "file": name, "sha256": sha256, "detail": detail}
                 self.json_stream.write(json.dumps(event, ensure_ascii=False) + "\n")
                 self.json_stream.flush()
+        for listener in self.listeners:
+            listener(action, name, detail, sha256)

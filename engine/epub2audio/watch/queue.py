@@ -34,7 +34,9 @@ CREATE TABLE IF NOT EXISTS books (
     size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0,             -- conversions started
     error TEXT, error_kind TEXT,                     -- 'book' (moved to failed/) or 'job'
-    queued REAL NOT NULL, updated REAL NOT NULL);
+    queued REAL NOT NULL, updated REAL NOT NULL,
+    written TEXT,                                    -- the audiobook's path under OUT_DIR, once done
+    cancel INTEGER NOT NULL DEFAULT 0);              -- 1: stop it (the web page's Cancel)
 CREATE TABLE IF NOT EXISTS files (                   -- every file looked at, to hash it once
     name TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, sha256 TEXT NOT NULL);
 """
@@ -52,6 +54,8 @@ class QueuedBook:
     attempts: int
     error: str | None
     error_kind: str | None
+    written: str | None = None
+    cancel: int = 0
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,10 @@ class WatchQueue:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(books)")}
+        for column, kind in (("written", "TEXT"), ("cancel", "INTEGER NOT NULL DEFAULT 0")):
+            if column not in columns:  # a queue made before the web page
+                self.db.execute(f"ALTER TABLE books ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         self.db.close()
@@ -104,7 +112,7 @@ class WatchQueue:
 
     def _select(self, where: str, *params) -> list[QueuedBook]:
         rows = self.db.execute(
-            "SELECT sha256, name, source, output, state, size, mtime_ns, attempts, error, error_kind "
+            "SELECT sha256, name, source, output, state, size, mtime_ns, attempts, error, error_kind, written, cancel "
             f"FROM books {where}", params).fetchall()
         return [QueuedBook(r[0], r[1], Path(r[2]), *r[3:]) for r in rows]
 
@@ -149,8 +157,8 @@ class WatchQueue:
         self.db.execute("UPDATE books SET state = 'converting', attempts = attempts + 1, updated = ?"
                         " WHERE sha256 = ?", (time.time(), sha256))
 
-    def mark_done(self, sha256: str) -> None:
-        self._update(sha256, state="done", error=None, error_kind=None)
+    def mark_done(self, sha256: str, written: str | None = None) -> None:
+        self._update(sha256, state="done", error=None, error_kind=None, written=written, cancel=0)
 
     def mark_failed(self, sha256: str, error: str, kind: str, source: Path | None = None) -> None:
         fields = {"state": "failed", "error": one_line(error), "error_kind": kind}
@@ -163,6 +171,37 @@ class WatchQueue:
     def requeue(self, sha256: str) -> None:
         self._update(sha256, state="queued")
 
+    # --- requests from the web page --------------------------------------------------------------
+    def cancel(self, sha256: str) -> str | None:
+        """Cancel a queued book at once, or ask the converter to stop the one it converts (it looks
+        at every progress event of the book). Returns the book's state before, None if unknown."""
+        with self._transaction():
+            book = self.book(sha256)
+            if book is None:
+                return None
+            if book.state == "queued":  # cancel stays 1: a converter that took it just now stops it
+                self._update(sha256, state="failed", error="cancelled", error_kind="cancelled", cancel=1)
+            elif book.state == "converting":
+                self._update(sha256, cancel=1)
+            return book.state
+
+    def cancel_requested(self, sha256: str) -> bool:
+        row = self.db.execute("SELECT cancel FROM books WHERE sha256 = ?", (sha256,)).fetchone()
+        return bool(row and row[0])
+
+    def mark_cancelled(self, sha256: str) -> None:
+        self._update(sha256, state="failed", error="cancelled", error_kind="cancelled", cancel=0)
+
+    def retry(self, sha256: str, source: Path) -> bool:
+        """A failed or cancelled book back in the queue (its file now at `source`)."""
+        with self._transaction():
+            book = self.book(sha256)
+            if book is None or book.state != "failed":
+                return False
+            self._update(sha256, state="queued", error=None, error_kind=None, cancel=0, source=str(source),
+                         output=book.output or self._free_output(Path(book.name).stem))
+            return True
+
     def forget(self, sha256: str) -> None:
         self.db.execute("DELETE FROM books WHERE sha256 = ? AND state != 'done'", (sha256,))
 
@@ -172,7 +211,11 @@ class WatchQueue:
             books = self._select("WHERE state = 'converting' OR (state = 'failed' AND error_kind = 'job')"
                                  " ORDER BY queued, rowid")
             for book in books:
-                self._update(book.sha256, state="queued")
+                if book.cancel:  # cancelled while the watcher went down: it stays cancelled
+                    self.mark_cancelled(book.sha256)
+                else:
+                    self._update(book.sha256, state="queued")
+            books = [b for b in books if not b.cancel]
         return books
 
     # --- files already looked at ---------------------------------------------------------------

@@ -25,9 +25,10 @@ TICK = 0.5  # seconds between looks at files still arriving
 
 
 def watch_folder(in_dir: Path, out_dir: Path, options, *, state: Path, log: WatchLog, voice_lock: Path,
-                 settle: float, rescan: float, once: bool = False, progress_mode: str = "none") -> None:
+                 settle: float, rescan: float, once: bool = False, progress_mode: str = "none", web=None) -> None:
     """Convert what arrives in IN_DIR until stopped (KeyboardInterrupt, after saying so in the log),
-    or with `once`, until nothing is queued or arriving. `state` is the queue's database."""
+    or with `once`, until nothing is queued or arriving. `state` is the queue's database. `web`:
+    web.WebSettings to serve the page with, on a connection of its own to the same queue."""
     suffix = f".{getattr(options, 'audio_format', 'm4b')}"
     consumer_queue, scanner_queue = WatchQueue(state, out_dir, suffix), WatchQueue(state, out_dir, suffix)
     converted = threading.Event()
@@ -35,12 +36,21 @@ def watch_folder(in_dir: Path, out_dir: Path, options, *, state: Path, log: Watc
     converter = Converter(in_dir, out_dir, consumer_queue, log, options, progress_mode, VoiceLock(voice_lock, log))
     stop = threading.Event()
     threads = []
+    if web is not None:
+        from .hub import Hub
+        from .web import Door, WebServer
+
+        hub = Hub()
+        log.listeners.append(hub.logged)
+        converter.listener = hub.progress
+        door = Door(in_dir, out_dir, WatchQueue(state, out_dir, suffix), hub, options, wake=converted.set)
+        threads.append(WebServer(web, door, log).start())
     try:
         for book in consumer_queue.recover():
             log.say("resuming" if book.state == "converting" else "retrying", book.source.name,
                     f"-> {book.output}", book.sha256)
         if not once:
-            threads = _start_background(in_dir, scanner, stop, log)
+            threads += _start_background(in_dir, scanner, stop, log)
         log.say("watching", str(in_dir), f"-> {out_dir} (voice {options.voice}, settle {settle:g} s"
                 f"{', once' if once else ''}; queue {state})")
         if once:

@@ -72,7 +72,9 @@ TEXT_SPECIAL_IDS = {
 
 @dataclass(frozen=True)
 class GenerationArgs:
-    """generation_config.json (upstream merges it under explicit arguments; these are its keys)."""
+    """generation_config.json (upstream merges it under explicit arguments; these are its keys).
+    A key the file lacks takes upstream's hard default (`Qwen3TTSModel._merge_generate_kwargs`):
+    the shipped file says 8192 frames, but without the key upstream stops at 2048."""
 
     do_sample: bool = True
     temperature: float = 0.9
@@ -83,7 +85,7 @@ class GenerationArgs:
     subtalker_temperature: float = 0.9
     subtalker_top_k: int = 50
     subtalker_top_p: float = 1.0
-    max_new_tokens: int = 8192
+    max_new_tokens: int = 2048
 
     @classmethod
     def from_config(cls, c: Mapping[str, Any]) -> GenerationArgs:

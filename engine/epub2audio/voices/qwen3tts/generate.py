@@ -1,23 +1,31 @@
-"""The Qwen3-TTS generation loop (CustomVoice prompt, streaming-text layout as upstream's default).
+"""The Qwen3-TTS generation loop and its two prompt layouts (upstream's, qwen-tts 0.1.1).
 
 The text is tokenized as `<|im_start|>assistant\\n{text}<|im_end|>\\n<|im_start|>assistant\\n`; upstream
-takes the first 3 ids as the role and ids[3:-5] as the text. The Talker's prompt is
+takes the first 3 ids as the role and ids[3:-5] as the text. Every prompt starts with
 
     role (3 projected text vectors)
     tts_pad x (n-2), tts_bos   each added to codec [think|nothink, think_bos, (language), think_eos, (speaker), pad]
-    first text token           added to codec bos
 
-and each later step feeds the sum of the previous frame's 16 code embeddings plus the next text
-vector (then tts_eos, then tts_pad for ever). A frame is: one Talker draw (codebook 1), then the Code
-Predictor's 15 draws, all from the same generator in that order, as upstream's draws interleave.
-Upstream stops at eos (not emitted) or after max_new_tokens draws; a capped run keeps the frames
-whose 15 codes were drawn. The length bound here is T_max = min(T_config, max(75, 6 * text tokens)).
+and goes on in one of upstream's two text layouts (its `non_streaming_mode`):
+
+* non-streaming (`streaming=False`): the whole text is in the prompt, each text vector (then
+  tts_eos) added to codec pad, then tts_pad + codec bos; every step after it feeds tts_pad.
+  Upstream's default for `generate_custom_voice` (and `generate_voice_design`).
+* streaming (`streaming=True`): only the first text token (+ codec bos) is in the prompt; the
+  later text vectors (then tts_eos, then tts_pad for ever) are fed one per step, "simulating
+  streaming text input" in upstream's words. Upstream's default for `generate_voice_clone`.
+
+Each step feeds the sum of the previous frame's 16 code embeddings plus the step's text vector. A
+frame is: one Talker draw (codebook 1), then the Code Predictor's 15 draws, all from the same
+generator in that order, as upstream's draws interleave. Upstream stops at eos (not emitted) or
+after max_new_tokens draws; a capped run keeps the frames whose 15 codes were drawn. The length
+bound here is T_max = min(T_config, max(75, 6 * text tokens)).
 The stages may be torch's (talker.py, code_predictor.py) or MLX's (talker_mlx.py, code_predictor_mlx.py):
 both hand this loop CPU fp32 torch logits and embeddings, so the draws and the sums are the same code.
 
 The Base model (build_clone_prompt / generate_clone) puts a reference voice in the same loop: its
 x-vector takes the speaker's codec slot and, in ICL mode, the reference text and codes are laid into
-the prompt before the new text (see build_clone_prompt).
+the prompt before the new text (see build_clone_prompt), in either layout.
 """
 
 from __future__ import annotations
@@ -33,6 +41,9 @@ from .talker import Talker
 
 MIN_FRAMES = 75  # 6 s at 12.5 Hz
 FRAMES_PER_TEXT_TOKEN = 6
+# upstream's non_streaming_mode default per entry point (qwen_tts/inference/qwen3_tts_model.py):
+# generate_custom_voice True, generate_voice_clone False; here as `streaming`, its negation
+UPSTREAM_STREAMING = {"custom_voice": False, "base": True}
 
 
 def frame_cap(n_text_tokens: int, t_config: int) -> int:
@@ -45,8 +56,10 @@ class Result:
     capped: bool  # the bound was reached without eos
 
 
-def build_prompt(talker: Talker, ids: Sequence[int], text_ids: dict, *, speaker: str | None, language: str):
-    """(prompt embeddings [1, L, H], trailing text vectors [1, n, H], tts_pad [1, 1, H])."""
+def build_prompt(talker: Talker, ids: Sequence[int], text_ids: dict, *, speaker: str | None, language: str,
+                 streaming: bool = UPSTREAM_STREAMING["custom_voice"]):  # fmt: skip
+    """(prompt embeddings [1, L, H], trailing text vectors [1, n, H], tts_pad [1, 1, H]) in the
+    non-streaming layout (upstream's default here) or, with `streaming`, the streaming one."""
     a = talker.args
     lang = language.lower()
     if lang == "auto":
@@ -73,15 +86,27 @@ def build_prompt(talker: Talker, ids: Sequence[int], text_ids: dict, *, speaker:
     codec_emb = talker.embed_codec(codec)
     role = talker.embed_text(ids[:3])
     mid = torch.cat([pad.expand(-1, len(codec) - 2, -1), bos], dim=1) + codec_emb[:, :-1]
-    first = talker.embed_text(ids[3:4]) + codec_emb[:, -1:]
-    trailing = torch.cat([talker.embed_text(ids[4:-5]), eos], dim=1)
-    return torch.cat([role, mid, first], dim=1), trailing, pad
+    tail, trailing = _text_part(talker, ids, codec_emb[:, -1:], eos, pad, streaming)
+    return torch.cat([role, mid, tail], dim=1), trailing, pad
+
+
+def _text_part(talker: Talker, ids: Sequence[int], codec_bos, eos, pad, streaming: bool):
+    """The text after the head when there are no reference codes: (prompt tail, trailing)."""
+    a = talker.args
+    if streaming:
+        first = talker.embed_text(ids[3:4]) + codec_bos
+        return first, torch.cat([talker.embed_text(ids[4:-5]), eos], dim=1)
+    # projected in one call as upstream does (a matmul's rounding may depend on the row count)
+    text = torch.cat([talker.embed_text(ids[3:-5]), eos], dim=1)
+    whole = text + talker.embed_codec([a.codec_pad_id] * text.shape[1])
+    return torch.cat([whole, pad + codec_bos], dim=1), pad
 
 
 @torch.inference_mode()
 def generate(talker: Talker, cp: CodePredictor, ids: Sequence[int], text_ids: dict, gen_args, generator: torch.Generator,
-             *, speaker: str | None, language: str = "auto", max_frames: int | None = None) -> Result:  # fmt: skip
-    prompt, trailing, pad = build_prompt(talker, ids, text_ids, speaker=speaker, language=language)
+             *, speaker: str | None, language: str = "auto", max_frames: int | None = None,
+             streaming: bool = UPSTREAM_STREAMING["custom_voice"]) -> Result:  # fmt: skip
+    prompt, trailing, pad = build_prompt(talker, ids, text_ids, speaker=speaker, language=language, streaming=streaming)
     cap = max_frames if max_frames is not None else frame_cap(len(ids) - 8, gen_args.max_new_tokens)
     return run_frames(talker, cp, prompt, trailing, pad, gen_args, generator, cap)
 
@@ -120,13 +145,14 @@ def run_frames(talker: Talker, cp: CodePredictor, prompt: torch.Tensor, trailing
 
 
 # ---------------------------------------------------------------------------------------------
-# The Base model's clone prompt (upstream's generate with a voice_clone_prompt, streaming text)
+# The Base model's clone prompt (upstream's generate with a voice_clone_prompt)
 
 
 def build_clone_prompt(talker: Talker, cp: CodePredictor, ids: Sequence[int], text_ids: dict, *,
                        speaker_embedding, ref_text_ids: Sequence[int] | None = None, ref_codes=None,
-                       language: str = "auto"):  # fmt: skip
-    """(prompt [1, L, H], trailing text vectors [1, n, H], tts_pad [1, 1, H]) for a reference voice.
+                       language: str = "auto", streaming: bool = UPSTREAM_STREAMING["base"]):  # fmt: skip
+    """(prompt [1, L, H], trailing text vectors [1, n, H], tts_pad [1, 1, H]) for a reference voice,
+    in the streaming layout (upstream's default for a clone) or, streaming=False, the non-streaming one.
 
     The head is CustomVoice's with the x-vector in the speaker slot:
 
@@ -134,12 +160,13 @@ def build_clone_prompt(talker: Talker, cp: CodePredictor, ids: Sequence[int], te
         tts_pad x (n-2), tts_bos   each added to codec [think|nothink, think_bos, (language), think_eos,
                                    x-vector, pad]
 
-    x-vector only (no ref_codes): then the first text token + codec bos, the rest of the text
-    streamed after it, as CustomVoice. ICL (ref_codes [T][16] and ref_text_ids, the ids of
-    `<|im_start|>assistant\n{ref text}<|im_end|>\n`): the codec bos is not placed; instead the text
-    vectors of ref text [3:-2] + target text [3:-5] + tts_eos are laid over [codec bos, the T
-    reference frames' summed 16 code embeddings] position by position. Text longer than those T+1
-    slots streams on after the prompt; shorter text is padded with tts_pad and tts_pad streams on.
+    x-vector only (no ref_codes): then the text as CustomVoice's (either layout). ICL (ref_codes
+    [T][16] and ref_text_ids, the ids of `<|im_start|>assistant\n{ref text}<|im_end|>\n`): the
+    codec bos is not placed after the head; the text vectors of ref text [3:-2] + target text [3:-5]
+    + tts_eos meet [codec bos, the T reference frames' summed 16 code embeddings]:
+    streaming, laid over them position by position, text longer than those T+1 slots streaming on
+    after the prompt, shorter text padded with tts_pad; non-streaming, the text (each + codec pad)
+    first, then the codec rows (each + tts_pad), tts_pad streaming on.
     """
     a = talker.args
     lang = language.lower()
@@ -164,9 +191,8 @@ def build_clone_prompt(talker: Talker, cp: CodePredictor, ids: Sequence[int], te
     role = talker.embed_text(ids[:3])
     mid = torch.cat([pad.expand(-1, codec_emb.shape[1] - 2, -1), bos], dim=1) + codec_emb[:, :-1]
     if ref_codes is None:
-        first = talker.embed_text(ids[3:4]) + codec_emb[:, -1:]
-        trailing = torch.cat([talker.embed_text(ids[4:-5]), eos], dim=1)
-        return torch.cat([role, mid, first], dim=1), trailing, pad
+        tail, trailing = _text_part(talker, ids, codec_emb[:, -1:], eos, pad, streaming)
+        return torch.cat([role, mid, tail], dim=1), trailing, pad
     if ref_text_ids is None or len(ref_text_ids) < 6:
         raise ValueError("ICL needs the reference text's ids (role, text, <|im_end|>\\n)")
     codes = torch.as_tensor(ref_codes, dtype=torch.long, device=weight.device)
@@ -178,6 +204,9 @@ def build_clone_prompt(talker: Talker, cp: CodePredictor, ids: Sequence[int], te
     frames = torch.cat(per_group, dim=1).sum(1).unsqueeze(0)  # [1, T, H], summed as upstream sums
     codec = torch.cat([talker.embed_codec([a.codec_bos_id]), frames], dim=1)
     n_text, n_codec = text.shape[1], codec.shape[1]
+    if not streaming:
+        icl = torch.cat([text + talker.embed_codec([a.codec_pad_id] * n_text), codec + pad], dim=1)
+        return torch.cat([role, mid, icl], dim=1), pad, pad
     if n_text > n_codec:
         icl, trailing = text[:, :n_codec] + codec, text[:, n_codec:]
     else:
@@ -188,10 +217,11 @@ def build_clone_prompt(talker: Talker, cp: CodePredictor, ids: Sequence[int], te
 @torch.inference_mode()
 def generate_clone(talker: Talker, cp: CodePredictor, ids: Sequence[int], text_ids: dict, gen_args,
                    generator: torch.Generator, prompt, *, language: str = "auto",
-                   max_frames: int | None = None) -> Result:  # fmt: skip
+                   max_frames: int | None = None, streaming: bool = UPSTREAM_STREAMING["base"]) -> Result:  # fmt: skip
     """Base-model generation in a reference voice. `prompt` is a clone.ClonePrompt (or anything
     with its speaker_embedding, ref_codes and ref_text_ids); the frames are the new speech only."""
     built = build_clone_prompt(talker, cp, ids, text_ids, speaker_embedding=prompt.speaker_embedding,
-                               ref_text_ids=prompt.ref_text_ids, ref_codes=prompt.ref_codes, language=language)  # fmt: skip
+                               ref_text_ids=prompt.ref_text_ids, ref_codes=prompt.ref_codes, language=language,
+                               streaming=streaming)  # fmt: skip
     cap = max_frames if max_frames is not None else frame_cap(len(ids) - 8, gen_args.max_new_tokens)
     return run_frames(talker, cp, *built, gen_args, generator, cap)

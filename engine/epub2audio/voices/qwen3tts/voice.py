@@ -29,6 +29,12 @@ ICL mode (the reference text was given) the reference text and codes laid into t
 reference's share cut off (clone.decode_clone), as upstream. The model id names the prompt by a
 hash of its arrays, so another recording or transcript gives other segment keys.
 
+Text layout (`streaming`): upstream's `non_streaming_mode`, negated. None (the default) takes
+upstream's default for the entry point: non-streaming for a built-in speaker (generate_custom_voice),
+streaming for a clone (generate_voice_clone); config.toml's `qwen3_streaming = true / false` sets it
+for both (generate.py describes the two prompts). A layout other than upstream's default is named in
+the model id (`+streaming` / `+non-streaming`): the two give different speech from the same seed.
+
 Conversion to PCM: the decoder clamps to [-1, 1]; samples are scaled by 32767, rounded half to
 even and clipped to int16, little-endian (CosyVoice3's rule).
 """
@@ -53,7 +59,7 @@ from .clone import ClonePrompt, decode_clone
 from .clone import model_id as configs_id
 from .code_predictor import CodePredictor
 from .decoder import Decoder
-from .generate import frame_cap, generate, generate_clone
+from .generate import UPSTREAM_STREAMING, frame_cap, generate, generate_clone
 from .talker import Talker
 from .text import TextTokenizer, language_name, load_text_tokenizer
 
@@ -72,7 +78,9 @@ def folder_id(ck: Checkpoint) -> str:
     """``qwen3tts-<16 hex>``: SHA-256 over every file synthesis reads, by name, size and 16
     evenly spaced 1 MiB blocks (small files whole), as CosyVoice3's model id: cheap on 2.5 GB,
     independent of paths and mtimes, changed by any retrained file in practice."""
-    h = hashlib.sha256(b"epub2audio qwen3tts model_id v1\0")
+    # v2: a built-in speaker's default prompt became upstream's non-streaming one (issue 31); ids
+    # made before name streaming-layout audio, so a resumed job must not reuse their segments
+    h = hashlib.sha256(b"epub2audio qwen3tts model_id v2\0")
     for p in ck.paths.required():
         name = p.relative_to(ck.paths.model_dir).as_posix()
         size = p.stat().st_size
@@ -115,6 +123,15 @@ def decoder_device(device: str) -> str:
     return device
 
 
+def text_layout(kind: str, streaming: bool | None) -> tuple[bool, str]:
+    """(streaming, model-id tag) for a folder of `kind` ("custom_voice" / "base"): None is
+    upstream's default for that kind, tagged "" so that the default id names upstream's call."""
+    default = UPSTREAM_STREAMING[kind]
+    if streaming is None or bool(streaming) == default:
+        return default, ""
+    return bool(streaming), "+streaming" if streaming else "+non-streaming"
+
+
 @dataclass(frozen=True)
 class _Stages:
     """What a built-in speaker and a cloned voice load alike: the tokenizer, the three stages (the
@@ -127,7 +144,7 @@ class _Stages:
     id_tail: str
 
     @classmethod
-    def build(cls, ck, device: str, length_cap: str) -> _Stages:
+    def build(cls, ck, device: str, length_cap: str, layout_tag: str = "") -> _Stages:
         place = decoder_device(device)
         versions = {"torch": torch.__version__, "epub2audio": epub2audio.__version__}
         if place == "cuda":
@@ -138,7 +155,7 @@ class _Stages:
                    decoder=Decoder.from_state_dict(ck.decoder_args, ck.decoder_state_dict).to(place),
                    versions=versions,
                    id_tail=("" if place == "cpu" else "@decoder=" + place)
-                           + ("" if length_cap == "tight" else "+cap-" + length_cap))  # fmt: skip
+                           + ("" if length_cap == "tight" else "+cap-" + length_cap) + layout_tag)  # fmt: skip
 
 
 @dataclass
@@ -152,13 +169,15 @@ class Qwen3Voice:
     speaker: str  # "" for a cloned voice
     length_cap: str = "tight"
     clone: ClonePrompt | None = None  # a cloned voice's prompt (Base folder)
+    streaming: bool = UPSTREAM_STREAMING["custom_voice"]  # the text layout (module docstring)
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike, speaker: str, *, name: str | None = None, device: str = "auto",
-             threads: int | None = None, length_cap: str = "tight") -> Qwen3Voice:  # fmt: skip
+             threads: int | None = None, length_cap: str = "tight", streaming: bool | None = None) -> Qwen3Voice:  # fmt: skip
         """A CustomVoice folder's built-in `speaker` (upstream's names, any case). InputError (one
         line) for a folder that is not one, or a speaker it does not have. threads: torch's
-        intra-op threads (default: as set by the worker)."""
+        intra-op threads (default: as set by the worker). streaming: None = upstream's default
+        (non-streaming) text layout."""
         if length_cap not in LENGTH_CAPS:
             raise ValueError(f"length cap must be one of {', '.join(LENGTH_CAPS)}; got {length_cap!r}")
         if threads:
@@ -170,7 +189,8 @@ class Qwen3Voice:
         if speaker.lower() not in ck.speakers:
             raise InputError(f"the Qwen3-TTS folder {Path(model_dir).name} has no speaker {speaker!r}; "
                              f"its speakers: {', '.join(speakers)}")
-        stages = _Stages.build(ck, device, length_cap)
+        streaming, tag = text_layout("custom_voice", streaming)
+        stages = _Stages.build(ck, device, length_cap, tag)
         speaker = speaker.lower()
         info = VoiceInfo(
             name=name or f"qwen3:{speaker}",
@@ -184,14 +204,15 @@ class Qwen3Voice:
         )
         return cls(info=info, checkpoint=ck, tokenizer=stages.tokenizer, talker=stages.talker,
                    code_predictor=stages.code_predictor, decoder=stages.decoder, speaker=speaker,
-                   length_cap=length_cap)  # fmt: skip
+                   length_cap=length_cap, streaming=streaming)  # fmt: skip
 
     @classmethod
     def load_clone(cls, model_dir: str | os.PathLike, clone_dir: str | os.PathLike, *, name: str,
-                   device: str = "auto", threads: int | None = None, length_cap: str = "tight") -> Qwen3Voice:  # fmt: skip
+                   device: str = "auto", threads: int | None = None, length_cap: str = "tight",
+                   streaming: bool | None = None) -> Qwen3Voice:  # fmt: skip
         """A voice cloned with the Base folder `model_dir`: the ClonePrompt saved in `clone_dir`
         (make_clone.py). InputError (one line) for a folder that is not a Base one, or a prompt
-        made with a folder of other dimensions."""
+        made with a folder of other dimensions. streaming: None = upstream's default (streaming)."""
         if length_cap not in LENGTH_CAPS:
             raise ValueError(f"length cap must be one of {', '.join(LENGTH_CAPS)}; got {length_cap!r}")
         if threads:
@@ -203,7 +224,8 @@ class Qwen3Voice:
         if prompt.model_id != configs_id(model_dir):
             raise InputError(f"voice {name}: its clone prompt was made with another Base folder than {Path(model_dir)}; "
                              "add the voice again")  # fmt: skip
-        stages = _Stages.build(ck, device, length_cap)
+        streaming, tag = text_layout("base", streaming)
+        stages = _Stages.build(ck, device, length_cap, tag)
         info = VoiceInfo(
             name=name,
             narrator=f"Qwen3-TTS ({name.split(':', 1)[-1]}, cloned)",
@@ -216,7 +238,7 @@ class Qwen3Voice:
         )
         return cls(info=info, checkpoint=ck, tokenizer=stages.tokenizer, talker=stages.talker,
                    code_predictor=stages.code_predictor, decoder=stages.decoder, speaker="",
-                   length_cap=length_cap, clone=prompt)  # fmt: skip
+                   length_cap=length_cap, clone=prompt, streaming=streaming)  # fmt: skip
 
     def language(self, tag: str | None) -> str:
         return language_name(tag, self.checkpoint.talker_args.codec_language_id)
@@ -234,11 +256,11 @@ class Qwen3Voice:
         if self.clone is not None:
             result = generate_clone(self.talker, self.code_predictor, ids, self.checkpoint.text_ids,
                                     self.checkpoint.generation, generator, self.clone,
-                                    language=self.language(language), max_frames=cap)  # fmt: skip
+                                    language=self.language(language), max_frames=cap, streaming=self.streaming)  # fmt: skip
         else:
             result = generate(self.talker, self.code_predictor, ids, self.checkpoint.text_ids,
                               self.checkpoint.generation, generator, speaker=self.speaker,
-                              language=self.language(language), max_frames=cap)  # fmt: skip
+                              language=self.language(language), max_frames=cap, streaming=self.streaming)  # fmt: skip
         if result.capped and self.length_cap == "tight":
             raise LengthCapReached(f"the speech reached the length cap of {cap} frames ({cap / FRAME_RATE:.1f} s) "
                                    "before the end of the text")

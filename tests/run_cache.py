@@ -1,0 +1,34 @@
+"""Things the tests build once per test run and share between pytest-xdist's workers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
+
+from filelock import FileLock
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], Path]) -> Path:
+    """A read-only folder built once per test run, whatever the number of xdist workers.
+
+    Under xdist every worker has its own base temp dir inside one run folder; the folder is built
+    there by whichever worker asks first (the others wait on the lock) and renamed into place whole,
+    so no worker ever sees half of it. Without xdist it is simply built in the session's temp dir.
+    `build(folder)` writes into `folder` and returns the path the tests use (the folder or a file or
+    subfolder in it)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    done = root / "built-once" / name
+    marker = done.with_name(name + ".path")
+    done.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(done.with_name(name + ".lock"))):
+        if not marker.exists():
+            partial = done.with_name(name + ".partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            partial.mkdir()
+            inner = Path(build(partial)).relative_to(partial)
+            partial.rename(done)
+            marker.write_text(str(inner), encoding="utf-8")
+    return done / marker.read_text(encoding="utf-8")
