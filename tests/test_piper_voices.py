@@ -88,7 +88,7 @@ def test_voice_add_piper_takes_no_other_family_options(homes, tmp_path):
     assert not (homes / "data" / "voices").exists()
 
 
-def test_a_users_piper_voice_reads_a_book_through_the_worker(homes, tmp_path):
+def test_a_users_piper_voice_reads_a_book_through_the_worker(homes, tmp_path, without_official_packs):
     assert epub2audio("voice", "add", "siwis", "--piper", str(french_joe(tmp_path / "m", "siwis"))).code == 0
     cosyvoice = "a CosyVoice3 voice (make one with `epub2audio voice add NAME --wav FILE`)"
     assert catalog.language_warning("fr", "joe") == (

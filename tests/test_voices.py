@@ -152,7 +152,7 @@ def test_unknown_piper_voice_says_how_to_add_one(homes):
 
 # ---- --voice auto: the book's language decides ---------------------------------------------------
 
-def test_auto_gives_an_english_book_joe_and_a_french_one_the_french_voice(homes, tmp_path, monkeypatch):
+def test_auto_gives_an_english_book_joe_and_a_french_one_the_french_voice(homes, tmp_path, monkeypatch, without_official_packs):
     assert catalog.choose_voice("en-GB", {}) == ("joe", None)
     assert catalog.choose_voice("", {}) == ("joe", None)
     name, warning = catalog.choose_voice("fr-FR", {})
@@ -169,6 +169,29 @@ def test_auto_gives_an_english_book_joe_and_a_french_one_the_french_voice(homes,
     assert catalog.choose_voice("fr-FR", preferred) == ("piper:fr_FR-tom-medium", None)
     assert catalog.choose_voice("en-US", preferred) == ("joe", None)
     assert catalog.language_warning("fr-FR", "piper:fr_FR-tom-medium") is None
+
+
+def test_auto_gives_a_book_the_official_kokoro_pack_of_its_language(homes, tmp_path, monkeypatch):
+    from epub2audio.voices.catalog import official_packs
+
+    assert official_packs(), "the companion wheel is missing: `make .venv/.kokoro-voices` installs it"
+    chosen = {lang: catalog.choose_voice(lang, {}) for lang in ("fr-FR", "es", "zh-CN", "it", "pt-BR", "hi", "en-GB")}
+    assert chosen == {"fr-FR": ("kokoro:ff_siwis", None), "es": ("kokoro:ef_dora", None),
+                      "zh-CN": ("kokoro:zf_xiaobei", None), "it": ("kokoro:if_sara", None),
+                      "pt-BR": ("kokoro:pf_dora", None), "hi": ("kokoro:hf_alpha", None), "en-GB": ("joe", None)}
+    # No pack speaks German: joe reads it, and the warning names the family that could.
+    assert catalog.choose_voice("de", {})[0] == "joe"
+    assert catalog.language_warning("fr", "joe") == (
+        "the book is in French (fr) but voice joe speaks English (en); voices that speak French: kokoro:ff_siwis, "
+        "a CosyVoice3 voice (make one with `epub2audio voice add NAME --wav FILE`)")
+    # With calibre's French Piper voice there too, voice list order keeps the pack first, and
+    # [preferred_voices] chooses the Piper one.
+    cache = tmp_path / "calibre-cache"
+    french_joe(cache / "piper-voices", "fr_FR-siwis-medium")
+    monkeypatch.setenv("CALIBRE_CACHE_DIRECTORY", str(cache))
+    assert catalog.choose_voice("fr-FR", {}) == ("kokoro:ff_siwis", None)
+    preferred = {"preferred_voices": {"fr": "fr_FR-siwis-medium"}}
+    assert catalog.choose_voice("fr-FR", preferred) == ("piper:fr_FR-siwis-medium", None)
 
 
 def test_voice_auto_reaches_the_job_unresolved_and_the_default_is_auto(homes):
@@ -191,7 +214,7 @@ def test_the_segment_key_names_the_voice_that_read_it():
     assert segment_key("joe", "piper:abc", "Call me Ishmael.", 5) == joe_key
 
 
-def test_a_french_book_under_auto_says_in_one_line_that_no_voice_speaks_french(corpus, homes, tmp_path, monkeypatch):
+def test_a_french_book_under_auto_says_in_one_line_that_no_voice_speaks_french(corpus, homes, tmp_path, monkeypatch, without_official_packs):
     from test_languages import FRENCH_BOOK
 
     # a chapter the book lacks stops the job right after the voice is chosen, before any audio
