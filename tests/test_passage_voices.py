@@ -178,7 +178,7 @@ def test_an_unknown_data_calibre_tts_voice_changes_nothing(homes, tmp_path):
     assert stored(tmp_path / "named.m4b") == stored(tmp_path / "plain.m4b")
 
 
-def test_calibre_voice_names_match_calibres_downloaded_piper_voices(homes, tmp_path, monkeypatch):
+def test_calibre_voice_names_match_calibres_downloaded_piper_voices(homes, tmp_path, monkeypatch, without_official_packs):
     from epub2audio.voices.passages import passage_readers
 
     cache = tmp_path / "calibre-cache"
