@@ -1938,6 +1938,10 @@ BOOKS = {
         'publisher': '',
         'identifier': 'http://www.gutenberg.org/6099',
         'cover_type': 'image/png',
+        # 0.882 of the body: the Project Gutenberg header and licence are 19,190 of its characters.
+        'read_share': 0.882,
+        'read_chars': 145009,
+        'skipped_chars': [19190, 0, 17, 60],
         "titles": [
             'PRÉFACE',
             'AU LECTEUR',

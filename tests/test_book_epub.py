@@ -63,10 +63,6 @@ KNOWN_WRONG = {
         'issue 29: the nine title-page lines that the NCX makes entries (MONTESQUIEU … PARIS LIBRAIRIE CH. DELAGRAVE) are read as chapters',
     ('skipped', 'esprit-des-lois-fr-deep-toc-epub2-ncx.epub'):
         'issue 29: the nine title-page lines that the NCX makes entries (MONTESQUIEU … PARIS LIBRAIRIE CH. DELAGRAVE) are read as chapters',
-    ('titles', 'fleurs-du-mal-fr-poetry-pg-epub2-ncx.epub'):
-        'issue 29: the title-page byline "par CHARLES BAUDELAIRE" (with "Préface par Henry FRICHET [Illustration]") is read as a chapter',
-    ('skipped', 'fleurs-du-mal-fr-poetry-pg-epub2-ncx.epub'):
-        'issue 29: the title-page byline "par CHARLES BAUDELAIRE" (with "Préface par Henry FRICHET [Illustration]") is read as a chapter',
     ('titles', 'kumon-no-ran-ja-horizontal-pg-epub3.epub'):
         'issue 29: the romanised title block ("Title: 苦悶の欄(Kumon no ran) …", credits) before the first entry and the title entry 苦悶の欄 are read as chapters',
     ('skipped', 'kumon-no-ran-ja-horizontal-pg-epub3.epub'):

@@ -166,6 +166,10 @@ class Cutter:
         self.title = title
         # Surnames of the book's authors: a byline that names one is a title page's line.
         self.surnames = {fold(a).split()[-1] for a in authors if fold(a)}
+        # Their names as a title page prints them on a line of their own ("CHARLES BAUDELAIRE" under
+        # a lone "par"), in either order ("Baudelaire, Charles" in the package).
+        self.author_lines = {fold(a) for a in authors if fold(a)} | {
+            fold(" ".join(reversed(a.split(",", 1)))) for a in authors if "," in a}
         self.warnings = warnings if warnings is not None else []
         self.docs = docs
         self.landmarks = landmarks
@@ -383,7 +387,10 @@ class Cutter:
                 continue
             if len(text) > TITLE_LINE or SENTENCES.search(text):
                 return False
-            if names_book(text, self.title) or (BYLINE.match(text) and set(fold(text).split()) & self.surnames):
+            if (names_book(text, self.title) or (BYLINE.match(text) and set(fold(text).split()) & self.surnames)
+                    or (fold(text) in self.author_lines and span.has_body)):
+                # (an entry that is the author's name alone is a line of the title page before
+                # it, which _title_page_lines names so)
                 named = True
         return named
 
