@@ -149,16 +149,21 @@ def _shingles(skeleton: str) -> set[int]:
 
 
 def read_fraction(part_text: str, read_shingles: set[int], read_skeleton: str) -> float:
-    """How much of a part's text is in what was read: the share of its 12-character runs of letters
-    and digits found there (markup, spacing and punctuation aside; a part shorter than a run must
-    be found whole)."""
+    """How much of a part's text is in what was read: the share of its letters (markup, spacing,
+    digits and punctuation aside) inside some 12-letter run found there. Characters, not runs: a
+    run that crosses from one paragraph into the next is not found where the reader moved one of
+    them (a sidenote, a caption), yet every letter of both is read. A part shorter than a run must
+    be found whole."""
     sk = _skeleton(part_text)
     if not sk:
         return 0.0
     if len(sk) < SHINGLE:
         return 1.0 if sk in read_skeleton else 0.0
-    runs = [hash(sk[i:i + SHINGLE]) for i in range(len(sk) - SHINGLE + 1)]
-    return sum(r in read_shingles for r in runs) / len(runs)
+    covered = bytearray(len(sk))
+    for i in range(len(sk) - SHINGLE + 1):
+        if hash(sk[i:i + SHINGLE]) in read_shingles:
+            covered[i:i + SHINGLE] = b"\x01" * SHINGLE
+    return sum(covered) / len(sk)
 
 
 @dataclass
