@@ -260,3 +260,40 @@ def test_a_title_page_byline_with_a_picture_placeholder_is_not_chapter_one(tmp_p
     docs["t.xhtml"] = xhtml("<p>[Illustration]</p><p>BY THE SEA</p><p>LONDON: A. PRINTER, 1899</p>")
     b = load_book(make_epub(tmp_path, docs, ncx=[("CHAPTER I.", "c1.xhtml")], metadata=meta, name="sea.epub"))
     assert [c.title for c in b.chapters] == ["Test Book", "CHAPTER I."]
+
+
+ERRATA_FR = [f"Page {n}, «chrysostones» remplacé par «chrysostomes»." for n in range(10, 70)]  # 60 lines, > a page
+
+
+def test_a_transcribers_list_of_corrections_longer_than_a_page_is_skipped_line_by_line(tmp_path):
+    # Vingt mille lieues: 5,162 characters of «x» remplacé par «y» were read as the last chapter.
+    assert sum(map(len, ERRATA_FR)) > skips.PAGE_SIZE
+    body = xhtml(f"<h2>CHAPITRE PREMIER</h2>{f'<p>{PROSE}</p>' * 900}")
+    errata = xhtml("<h2>Corrections.</h2><p>Les erreurs suivantes ont été corrigées :</p>"
+                   + "".join(f"<p>{line}</p>" for line in ERRATA_FR))
+    ncx = [("CHAPITRE PREMIER", "c1.xhtml"), ("Corrections.", "e.xhtml")]
+    b = load_book(make_epub(tmp_path, {"c1.xhtml": body, "e.xhtml": errata}, ncx=ncx))
+    assert [c.title for c in b.chapters] == ["CHAPITRE PREMIER"]
+    errata_chars = len("Corrections.Les erreurs suivantes ont été corrigées :") + sum(map(len, ERRATA_FR))  # heading too
+    assert [(s.title, s.reason, s.chars) for s in b.skipped] == [
+        ("Corrections.", "transcriber's note (errata lines)", errata_chars)]
+    assert skips.evidence_of("transcriber's note (errata lines)") == "guess"
+    assert skips.page_bound("transcriber's note (errata lines)") == float("inf")
+    assert skips.page_bound("transcriber's note (text)") == skips.PAGE_SIZE
+
+
+def test_a_chapter_that_tells_of_a_few_changes_is_read(tmp_path):
+    # English and German lines are corrections too, but a chapter whose lines are not nearly all
+    # corrections, or a list of fewer than five, is a chapter.
+    lines = ['"hte" changed to "the" on page 12.', "«Strasse» ersetzt durch «Straße».", 'Added "not" on page 40.']
+    story = [PROSE] * 2 + lines
+    body = xhtml(f"<h2>One</h2>{f'<p>{PROSE}</p>' * 900}")
+    docs = {"c1.xhtml": body, "c2.xhtml": xhtml("<h2>Changes</h2>" + "".join(f"<p>{p}</p>" for p in story)),
+            "c3.xhtml": xhtml("<h2>Afterword</h2>" + "".join(f"<p>{p}</p>" for p in lines))}
+    ncx = [("One", "c1.xhtml"), ("Changes", "c2.xhtml"), ("Afterword", "c3.xhtml")]
+    b = load_book(make_epub(tmp_path, docs, ncx=ncx))
+    assert [c.title for c in b.chapters] == ["One", "Changes", "Afterword"] and b.skipped == []
+    # Six of them on their own are a list, whatever its title.
+    docs["c3.xhtml"] = xhtml("<h2>Afterword</h2>" + "".join(f"<p>{p}</p>" for p in lines * 2))
+    b = load_book(make_epub(tmp_path, docs, ncx=ncx, name="five.epub"))
+    assert reasons(b) == [("Afterword", "transcriber's note (errata lines)")]

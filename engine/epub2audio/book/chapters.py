@@ -80,6 +80,16 @@ ADVERT_CUES = 4
 EDITION_NOTE = re.compile(r"\b(html|illustrated|other|original|plain[- ]text|text|audio) (version|edition)s? of this "
                           r"(e-?book|e-?text|file|title|book)\b", re.IGNORECASE)
 EDITION_NOTE_TEXT = 300
+# A line of a transcriber's list of corrections: «chrysostones» remplacé par «chrysostomes»,
+# "hte" changed to "the", ersetzt durch. A part whose lines nearly all (ERRATA_SHARE) are ones is that list, whatever its
+# size: its lines are checked to be such (the guess budget still holds).
+ERRATA_LINE = re.compile(r"\b(remplac[ée]e?s? par|corrig[ée]e?s? en|replaced (by|with)|changed (to|from)|corrected (to|from)|"
+                         r"ersetzt durch|ge[äa]ndert in|cambiad[oa] (a|por)|sustituid[oa] por|reemplazad[oa] por)\b|→|"
+                         r"\b(ins[ée]r[ée]e?|ajout[ée]e?|supprim[ée]e?|inserted|added|removed|deleted|omitted|eingef[üu]gt|"
+                         r"gestrichen|a[ñn]adid[oa]|suprimid[oa])\s*[«“\"‘']", re.IGNORECASE)
+ERRATA_LINES = 5  # lines at least: one correction in a short note is no list
+ERRATA_SHARE = 0.9  # of its lines (a heading line or an "as follows:" may sit among them)
+ERRATA = "transcriber's note (errata lines)"
 # A title page's lines: short, no sentence in them; a byline starts with "by" in some language.
 TITLE_LINE = 120
 SENTENCES = re.compile(r"[a-z]{2}[.!?]\s+\S.*[a-z]{2}[.!?]")  # two sentences: prose ("BY J. M. BARRIE" is a line)
@@ -250,7 +260,7 @@ class Cutter:
         for span in spans:
             if span.record is None:
                 span.skip = self._span_skip_reason(span, front)
-                if span.skip and span.evidence == "guess" and span.unread_chars > skips.PAGE_SIZE:
+                if span.skip and span.evidence == "guess" and span.unread_chars > page_bound(span):
                     span.skip = None  # a guess skips a page at most
             front = front and (bool(span.skip) or not span.has_body)
         _title_page_lines(spans)
@@ -305,7 +315,7 @@ class Cutter:
         for root, members in groups.values():
             if root.evidence != "guess":
                 continue
-            if sum(m.unread_chars for m in members) > skips.PAGE_SIZE or _has_sections(root, by_entry):
+            if sum(m.unread_chars for m in members) > page_bound(root) or _has_sections(root, by_entry):
                 self._read_back(members)
             else:
                 guessed.append((root, members))
@@ -358,9 +368,14 @@ class Cutter:
         doc = entry.doc if entry else (span.sources[0].partition("#")[0] if span.sources else None)
         key = (entry.doc, entry.fragment) if entry and entry.doc else None
         reason = self._marked(span.types, key, span_title(span, ""), doc)
+        if reason and skips.evidence_of(reason) != "guess":
+            return reason
+        lines = [b for b in span.blocks if not b.heading]
+        if len(lines) >= ERRATA_LINES and sum(bool(ERRATA_LINE.search(b.text)) for b in lines) >= ERRATA_SHARE * len(lines):
+            return ERRATA  # its lines are the evidence, whatever its title says
         if reason:
             return reason
-        size = sum(len(b.text) for b in span.blocks if not b.heading)
+        size = sum(len(b.text) for b in lines)
         if span.blocks and size <= SHORT_TEXT:
             if _mostly(span.blocks, COPYRIGHT_TEXT, RIGHTS_TEXT):
                 return "copyright page (text)"
@@ -477,6 +492,11 @@ def to_chapter(title: str, span: Span) -> Chapter:
         pronunciations={i: list(b.phonemes) for i, b in enumerate(blocks) if b.phonemes},
         languages={i: list(b.langs) for i, b in enumerate(blocks) if b.langs},
     )
+
+
+def page_bound(span: Span) -> float:
+    """The characters the guess that skips `span` (or the part it goes with) may take."""
+    return skips.page_bound((span.skip_from or span).skip or "")
 
 
 def span_title(span: Span, fallback: str) -> str:

@@ -4,8 +4,9 @@ the first milestone lines, warnings).
 
 Only structural evidence (epub:type, ARIA role, landmarks, guide, the nav document, non-linear
 spine items, Project Gutenberg's START/END markers) may skip a part of any size. A guess from text,
-a title or a file name may skip a page at most, and all guesses together at most GUESS_BUDGET of
-the text: past that, the guessed parts are read after all and a warning names them.
+a title or a file name may skip a page at most (a list whose lines are each checked to be of its
+kind, such as a transcriber's corrections, may be longer), and all guesses together at most
+GUESS_BUDGET of the text: past that, the guessed parts are read after all and a warning names them.
 """
 
 from __future__ import annotations
@@ -27,17 +28,28 @@ NAMED_PARTS = 12
 STRUCTURE = ("epub:type", "landmarks", "guide", "nav document", "non-linear spine item",
              "Project Gutenberg boilerplate", "read inline", "read at chapter ends")
 EMPTY = ("no text", "cover image page")
+# Guesses made line by line: each of the part's lines is checked, so its size is no risk.
+LINE_CHECKED = ("errata lines",)
+
+
+def _detail(reason: str) -> str:
+    return reason[reason.rfind("(") + 1:].rstrip(")") if reason.endswith(")") else reason
 
 
 def evidence_of(reason: str) -> str:
     """"structure", "guess" or "empty" for a reason the cutter gives ("copyright page (text)"):
     what is not known to be structure is a guess, so it stays bounded."""
-    detail = reason[reason.rfind("(") + 1:].rstrip(")") if reason.endswith(")") else reason
+    detail = _detail(reason)
     if reason.startswith(EMPTY) or detail in EMPTY:
         return "empty"
     if detail in STRUCTURE or reason in STRUCTURE or reason.startswith("notes ("):
         return "structure"
     return "guess"
+
+
+def page_bound(reason: str) -> float:
+    """The characters a guess for `reason` may skip in one part."""
+    return float("inf") if _detail(reason) in LINE_CHECKED else PAGE_SIZE
 
 
 def kind_of(reason: str) -> str:
