@@ -45,38 +45,14 @@ KNOWN_WRONG = {
     ("skipped", "moby-dick-calibre-from-txt.epub"):
         "issue 20: the title block before 'CHAPTER 1.' is read, not skipped as a title page",
     # issue 29: the new corpus books, where today's rules get them wrong (tests/corpus_labels.py says what is right).
-    ('titles', 'a-dogs-tale-pg-epubmaker-0-3-pginternal-epub2-ncx.epub'):
-        'issue 29: its second title page ("A DOG\'S TALE") and the list of illustrations ("Frontpiece") are read as chapters 1 and 2',
-    ('skipped', 'a-dogs-tale-pg-epubmaker-0-3-pginternal-epub2-ncx.epub'):
-        'issue 29: its second title page ("A DOG\'S TALE") and the list of illustrations ("Frontpiece") are read as chapters 1 and 2',
     ('titles', 'art-of-war-giles-huge-endnotes-se-epub3.epub'):
         'issue 29: the chapter-marker splitter cuts the Endnotes entry (234K) into 43 chapters at every "Chapter I …" mention inside the notes',
-    ('titles', 'beowulf-pg-sidenotes-footnotes-glossary-epub2-ncx.epub'):
-        'issue 29: the first entry ("The Project Gutenberg eBook of Beowulf, by"), the title page after the PG header, is read as a chapter',
-    ('skipped', 'beowulf-pg-sidenotes-footnotes-glossary-epub2-ncx.epub'):
-        'issue 29: the first entry ("The Project Gutenberg eBook of Beowulf, by"), the title page after the PG header, is read as a chapter',
-    ('titles', 'don-quijote-es-pg-long-novel-epub3.epub'):
-        'issue 29: the two title entries ("El ingenioso hidalgo don Quijote de la Mancha", title and half-title) are read as chapters',
-    ('skipped', 'don-quijote-es-pg-long-novel-epub3.epub'):
-        'issue 29: the two title entries ("El ingenioso hidalgo don Quijote de la Mancha", title and half-title) are read as chapters',
-    ('titles', 'esprit-des-lois-fr-deep-toc-epub2-ncx.epub'):
-        'issue 29: the nine title-page lines that the NCX makes entries (MONTESQUIEU … PARIS LIBRAIRIE CH. DELAGRAVE) are read as chapters',
-    ('skipped', 'esprit-des-lois-fr-deep-toc-epub2-ncx.epub'):
-        'issue 29: the nine title-page lines that the NCX makes entries (MONTESQUIEU … PARIS LIBRAIRIE CH. DELAGRAVE) are read as chapters',
-    ('titles', 'kumon-no-ran-ja-horizontal-pg-epub3.epub'):
-        'issue 29: the romanised title block ("Title: 苦悶の欄(Kumon no ran) …", credits) before the first entry and the title entry 苦悶の欄 are read as chapters',
-    ('skipped', 'kumon-no-ran-ja-horizontal-pg-epub3.epub'):
-        'issue 29: the romanised title block ("Title: 苦悶の欄(Kumon no ran) …", credits) before the first entry and the title entry 苦悶の欄 are read as chapters',
     ('titles', 'linear-algebra-mathml-tables-epub3.epub'):
         'issue 29: Edition, Publisher, the four lists (Theorems, Notation, Diagrams, Examples), the GFDL and Definitions are read as chapters',
     ('skipped', 'linear-algebra-mathml-tables-epub3.epub'):
         'issue 29: Edition, Publisher, the four lists (Theorems, Notation, Diagrams, Examples), the GFDL and Definitions are read as chapters',
     ('titles', 'sanguo-yanyi-zh-pg-no-toc-epub3.epub'):
         'issue 29: the 第N回 splitter finds 107 of the 119 markers (none written with ○, e.g. 第一二○回), one chapter is 61K characters, and the title block with "Produced by Jian-Lun Huang" is read as a chapter',
-    ('titles', 'struwwelpeter-picture-book-alt-text-pg-epub3.epub'):
-        'issue 29: the four title-page lines the TOC makes entries (STRUWWELPETER … FREDERICK WARNE & CO., INC. NEW YORK) are read as chapters',
-    ('skipped', 'struwwelpeter-picture-book-alt-text-pg-epub3.epub'):
-        'issue 29: the four title-page lines the TOC makes entries (STRUWWELPETER … FREDERICK WARNE & CO., INC. NEW YORK) are read as chapters',
     ('skipped', 'sanguo-yanyi-zh-pg-no-toc-epub3.epub'):
         'issue 29: the title block before 第一回 (三國志演義, "Produced by Jian-Lun Huang") is read as a chapter, not skipped as a title page',
 }

@@ -213,3 +213,25 @@ def test_convert_parser_options_and_per_book_settings(tmp_path):
     reading = reading_for(book, ConvertOptions(notes="inline", say_titles=True), config={})
     assert (reading.notes, reading.say_titles) == ("inline", True)
     assert (reading_for(tmp_path / "other.epub", ConvertOptions(), config={}).notes) == "skip"
+
+
+@pytest.mark.parametrize("notes", ["skip", "inline", "chapter-end"])
+def test_a_contents_lists_page_numbers_are_no_note_references(tmp_path, notes):
+    # Beowulf: "Scyld's Successors (II.) 3", the 3 a link to the page mark before line 50; under
+    # --notes inline the lines after the mark were taken out of the poem as the page number's note.
+    contents = ('<h2 id="c">CONTENTS.</h2><p>The Life and Death of Scyld <a href="b.xhtml#I">(I.)</a> '
+                '<a class="tocpagenum" href="b.xhtml#page_1">1</a></p><p>Scyld’s Successors <a href="b.xhtml#II">(II.)</a> '
+                '<a class="tocpagenum" href="b.xhtml#page_3">3</a></p>')
+    lines = ["High o’er his head, let the holm-currents bear him,", "Seaward consigned him: sad was their spirit,"]
+    poem = ('<h2 id="I">I. THE LIFE AND DEATH OF SCYLD.</h2><span class="x-ebookmaker-pageno" id="page_1"></span>'
+            '<div class="l">Lo! the Spear-Danes’ glory through splendid achievements</div>'
+            '<span class="x-ebookmaker-pageno" id="page_3" title="[3]"></span>'
+            + "".join(f'<div class="l">{line}</div>' for line in lines)
+            + '<h2 id="II">II. SCYLD’S SUCCESSORS.</h2><p>In the boroughs then Beowulf, bairn of the Scyldings.</p>')
+    path = make_epub(tmp_path, {"a.xhtml": xhtml(contents), "b.xhtml": xhtml(poem)},
+                     nav=[("Contents", "a.xhtml#c"), ("I. THE LIFE AND DEATH OF SCYLD.", "b.xhtml#I"),
+                          ("II. SCYLD’S SUCCESSORS.", "b.xhtml#II")])
+    b = load_book(path, notes=notes)
+    [first] = [c for c in b.chapters if c.title.startswith("I.")]
+    assert first.paragraphs[-2:] == lines
+    assert not any("holm-currents" in p for c in b.chapters if c is not first for p in c.paragraphs)

@@ -297,3 +297,151 @@ def test_a_chapter_that_tells_of_a_few_changes_is_read(tmp_path):
     docs["c3.xhtml"] = xhtml("<h2>Afterword</h2>" + "".join(f"<p>{p}</p>" for p in lines * 2))
     b = load_book(make_epub(tmp_path, docs, ncx=ncx, name="five.epub"))
     assert reasons(b) == [("Afterword", "transcriber's note (errata lines)")]
+
+
+PAGE = '<p><a id="Page_{0}" class="x-ebookmaker-pageno" title="{0}"></a></p>'
+
+
+def test_title_page_lines_made_entries_are_skipped_up_to_the_next_page_and_the_book_under_them_is_read(tmp_path):
+    # L'Esprit des lois: Gutenberg's NCX makes an entry of every line of the title page, before and
+    # after the book's title, and nests the whole book under the title's line.
+    lines = ["MONTESQUIEU", "ESPRIT DES LOIS", "LIVRES I-V", "PAR", "PAUL JANET", "PARIS LIBRAIRIE CH. DELAGRAVE"]
+    heads = "".join(f'<h3 id="t{i}">{line}</h3>' for i, line in enumerate(lines))
+    body = (f'{PAGE.format("i")}{heads}{PAGE.format(1)}<h4 id="de">DE</h4><h2 id="le">L\'ESPRIT DES LOIS</h2>'
+            f'<h3 id="intro">INTRODUCTION</h3><p>{PROSE * 40}</p><h3 id="one">LIVRE PREMIER</h3><p>{PROSE * 40}</p>')
+    nested = [("DE", "a.xhtml#de"), ("L'ESPRIT DES LOIS", "a.xhtml#le"), ("INTRODUCTION", "a.xhtml#intro"),
+              ("LIVRE PREMIER", "a.xhtml#one")]
+    ncx = ([("MONTESQUIEU", "a.xhtml#t0"), ("ESPRIT DES LOIS", "a.xhtml#t1", [(lines[i], f"a.xhtml#t{i}") for i in (2, 4, 5)] + nested)])
+    meta = "<dc:creator>Montesquieu</dc:creator>"
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, ncx=ncx, title="Esprit des lois", metadata=meta))
+    assert [c.title for c in b.chapters] == ["DE", "L'ESPRIT DES LOIS", "INTRODUCTION", "LIVRE PREMIER"]
+    assert reasons(b) == [("MONTESQUIEU", "title page (a line of the title page)"),
+                          ("ESPRIT DES LOIS", "title page (the book's title)"),
+                          ("LIVRES I-V", "title page (a line of the title page)"),
+                          ("PAUL JANET", "title page (a line of the title page)"),
+                          ("PARIS LIBRAIRIE CH. DELAGRAVE", "title page (a line of the title page)")]
+    # Without the page mark, the two lines before INTRODUCTION are lines of the title page too.
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body.replace(PAGE.format(1), ""))}, ncx=ncx,
+                            title="Esprit des lois", metadata=meta, name="no-page.epub"))
+    assert [c.title for c in b.chapters] == ["INTRODUCTION", "LIVRE PREMIER"]
+
+
+def test_a_half_title_entry_repeating_the_title_page_is_skipped_and_a_later_one_is_read(tmp_path):
+    # Don Quijote: the title's line, then the byline page, then the same title over the preliminaries.
+    title_line = "El ingenioso hidalgo don Quijote de la Mancha"
+    docs = {"t.xhtml": xhtml(f'<h1 id="a">{title_line}</h1><h2 id="b">por Miguel de Cervantes Saavedra</h2>'
+                             "<p>Primera parte</p>"),
+            "p.xhtml": xhtml(f'<h1 id="c">{title_line}</h1><h2 id="d">PRÓLOGO</h2><p>{PROSE * 30}</p>'
+                             f'<h2 id="e">{title_line}</h2><p>{PROSE * 30}</p>')}
+    ncx = [(title_line, "t.xhtml#a"), ("por Miguel de Cervantes Saavedra", "t.xhtml#b"), (title_line, "p.xhtml#c"),
+           ("PRÓLOGO", "p.xhtml#d"), (title_line, "p.xhtml#e")]
+    meta = "<dc:creator>Miguel de Cervantes Saavedra</dc:creator>"
+    b = load_book(make_epub(tmp_path, docs, ncx=ncx, title="Don Quijote", metadata=meta))
+    assert [c.title for c in b.chapters] == ["PRÓLOGO", title_line]
+    assert reasons(b) == [(title_line, "title page (a line of the title page)"),
+                          ("por Miguel de Cervantes Saavedra", "title page (text)"),
+                          (title_line, "half-title page (a line of the title page)")]
+
+
+def test_gutenbergs_header_fields_outside_its_box_are_skipped(tmp_path):
+    fields = ["Title: 苦悶の欄(Kumon no ran)", "Author: Earl Derr Biggers", "Release date: May 1, 2012 [eBook #39287]",
+              "Language: Japanese"]
+    head = "".join(f"<p>{f}</p>" for f in fields)
+    body = f'{head}<h2 id="c1">第一章</h2><p>{"二年前の七月、ロンドンの猛暑はほとんど我慢の限界をこえていた。" * 300}</p>'
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, ncx=[("第一章", "a.xhtml#c1")], title="苦悶の欄"))
+    assert [c.title for c in b.chapters] == ["第一章"]
+    assert [(s.reason, s.chars) for s in b.skipped] == [("Project Gutenberg header (its lines)", sum(map(len, fields)))]
+    # One such line among prose is prose.
+    body = f'<p>Title: a word the reader meets first.</p><p>{PROSE}</p><h2 id="c1">One</h2><p>{PROSE * 60}</p>'
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, ncx=[("One", "a.xhtml#c1")], name="prose.epub"))
+    assert b.skipped == [] and b.chapters[0].title == "Test Book"
+
+
+def test_a_list_of_illustrations_under_the_entry_of_its_picture_is_skipped_by_its_heading(tmp_path):
+    # A Dog's Tale: the entry "Frontpiece" holds the picture's caption and the list of illustrations.
+    front = ('<h3 id="f">Frontpiece</h3><p class="toc">LIST OF ILLUSTRATIONS</p>'
+             + "".join(f'<p><a href="c.xhtml#p{i}">{i}. A picture</a></p>' for i in range(1, 6)))
+    docs = {"f.xhtml": xhtml(front), "c.xhtml": xhtml(f'<h2 id="c1">CHAPTER I.</h2><p>{PROSE * 60}</p>')}
+    b = load_book(make_epub(tmp_path, docs, ncx=[("Frontpiece", "f.xhtml#f"), ("CHAPTER I.", "c.xhtml#c1")]))
+    assert [c.title for c in b.chapters] == ["CHAPTER I."]
+    assert reasons(b) == [("Frontpiece", "list of illustrations (its heading)")]
+
+
+def test_a_title_page_with_its_contents_list_is_skipped_line_by_line(tmp_path):
+    # Beowulf: the header's entry holds the title page, a rights line, the dedication and a
+    # contents list longer than a page, each line of it an entry's words.
+    names = ["The Life and Death of Scyld", "Grendel the Murderer", "Beowulf Goes to Hrothgar's Assistance",
+             "The Geats Reach Heorot", "Beowulf Introduces Himself at the Palace", "Hrothgar and Beowulf"] * 12
+    numerals = ["I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII"]
+    labels = [f"{numerals[i % 12]}. {n.upper()}." for i, n in enumerate(names)]
+    contents = "".join(f"<p>{n} ({numerals[i % 12]}.)</p>" for i, n in enumerate(names))
+    page = ("<p>BEOWULF</p><p>AN ANGLO-SAXON EPIC POEM</p><p>BY</p><p>JNO: LESSLIE HALL</p>"
+            "<p>Entered according to Act of Congress, in the year 1892, by JNO: LESSLIE HALL, in the Office of "
+            "the Librarian of Congress, at Washington.</p><p>TO My Wife</p><p>CONTENTS.</p><p>page</p>" + contents)
+    docs = {"t.xhtml": xhtml(page)} | {f"c{i}.xhtml": xhtml(f"<h2>{label}</h2><p>{PROSE * 12}</p>")
+                                       for i, label in enumerate(labels)}
+    ncx = [("The Project Gutenberg eBook of Beowulf, by", "t.xhtml")] + [
+        (label, f"c{i}.xhtml") for i, label in enumerate(labels)]
+    b = load_book(make_epub(tmp_path, docs, ncx=ncx, title="Beowulf: An Anglo-Saxon Epic Poem"))
+    assert [c.title for c in b.chapters] == labels
+    [part] = b.skipped
+    assert (part.title, part.reason) == ("The Project Gutenberg eBook of Beowulf, by", "title page (its lines and contents lines)")
+    assert part.chars > skips.PAGE_SIZE and skips.page_bound(part.reason) == float("inf")
+    # A line of prose among them and it is no title page: the part is read.
+    docs["t.xhtml"] = xhtml(page.replace("<p>TO My Wife</p>", f"<p>{PROSE}</p>"))
+    b = load_book(make_epub(tmp_path, docs, ncx=ncx, title="Beowulf: An Anglo-Saxon Epic Poem", name="prose.epub"))
+    assert b.chapters[0].title == "The Project Gutenberg eBook of Beowulf, by" and b.skipped == []
+
+
+def test_a_part_nested_under_a_title_pages_line_on_that_page_goes_with_it(tmp_path):
+    # Herodotus: "IN TWO VOLUMES VOL. I", an epigraph and the preparer's note sit under the
+    # translator's line; Struwwelpeter's eleven stories sit under its title: those are read.
+    page = ('<h1 id="t">THE HISTORY OF HERODOTUS</h1><h2>By Herodotus</h2><h2 id="m">Translated into English by '
+            'G. C. Macaulay</h2><h3 id="v">IN TWO VOLUMES VOL. I</h3><p>PREPARER\'S NOTE</p>'
+            '<p>This text was prepared from an edition dated 1890, published by MacMillan and Co.</p>')
+    docs = {"t.xhtml": xhtml(page), "c.xhtml": xhtml(f'<h2 id="p">PREFACE</h2><p>{PROSE * 200}</p>')}
+    ncx = [("THE HISTORY OF HERODOTUS", "t.xhtml#t"),
+           ("Translated into English by G. C. Macaulay", "t.xhtml#m", [("IN TWO VOLUMES VOL. I", "t.xhtml#v")]),
+           ("PREFACE", "c.xhtml#p")]
+    meta = "<dc:creator>Herodotus</dc:creator>"
+    b = load_book(make_epub(tmp_path, docs, ncx=ncx, title="The History of Herodotus", metadata=meta))
+    assert [c.title for c in b.chapters] == ["PREFACE"]
+    assert reasons(b) == [("THE HISTORY OF HERODOTUS", "title page (the book's title)"),
+                          ("Translated into English by G. C. Macaulay", "title page (a line of the title page)"),
+                          ("IN TWO VOLUMES VOL. I", "title page (a line of the title page)")]
+    # More than a page nested under it is the book, not the page: read.
+    docs["t.xhtml"] = xhtml(page + f"<p>{PROSE * 12}</p>")
+    b = load_book(make_epub(tmp_path, docs, ncx=ncx, title="The History of Herodotus", metadata=meta, name="more.epub"))
+    assert [c.title for c in b.chapters] == ["IN TWO VOLUMES VOL. I", "PREFACE"]
+
+
+def test_a_title_page_naming_the_book_and_its_author_is_skipped_with_the_book_nested_under_it(tmp_path):
+    # A Dog's Tale: the second title page (title, byline, the picture's file name) holds the
+    # chapters' entries under it.
+    chapters = "".join(f'<h2 id="c{i}">CHAPTER {n}.</h2><p>{PROSE * 30}</p>' for i, n in enumerate(["I", "II"]))
+    body = f'<h1 id="t">A DOG\'S TALE</h1><h2>by Mark Twain</h2><p>Image: Frontpiece.jpg (45K).</p>{chapters}'
+    ncx = [("A DOG'S TALE", "a.xhtml#t", [("CHAPTER I.", "a.xhtml#c0"), ("CHAPTER II.", "a.xhtml#c1")])]
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, ncx=ncx, title="A Dog's Tale",
+                            metadata="<dc:creator>Mark Twain</dc:creator>"))
+    assert [c.title for c in b.chapters] == ["CHAPTER I.", "CHAPTER II."]
+    assert reasons(b) == [("A DOG'S TALE", "title page (the book's title)")]
+
+
+def test_a_rights_line_in_spanish_makes_a_rights_page(tmp_path):
+    # La raza: "… DERECHOS RESERVADOS PARA TODOS LOS PAÍSES ——— COPYRIGHT BY RAFAEL CARO RAGGIO 1920".
+    rights = ("LA RAZA ES PROPIEDAD DERECHOS RESERVADOS PARA TODOS LOS PAÍSES ——— COPYRIGHT BY RAFAEL CARO "
+              "RAGGIO 1920 Establecimiento tipográfico de Juan Pueyo, Luna, 29; teléfono 14-30.")
+    docs = {"r.xhtml": xhtml(f'<h1 id="r">The Project Gutenberg eBook of La raza</h1><p>{rights}</p><p>JULIÁN SOREL</p>'),
+            "c.xhtml": xhtml(f'<h2 id="c">MARTÍN ALONSO PINZÓN</h2><p>{PROSE * 200}</p>')}
+    ncx = [("The Project Gutenberg eBook of La raza", "r.xhtml#r"), ("MARTÍN ALONSO PINZÓN", "c.xhtml#c")]
+    b = load_book(make_epub(tmp_path, docs, ncx=ncx, title="La raza"))
+    assert reasons(b) == [("The Project Gutenberg eBook of La raza", "copyright page (text)")]
+    docs["r.xhtml"] = xhtml(f'<h1 id="r">The Project Gutenberg eBook of La raza</h1><p>ES PROPIEDAD. DERECHOS '
+                            'RESERVADOS. Madrid, Imprenta de Juan Pueyo, 1920.</p><p>JULIÁN SOREL</p>')
+    b = load_book(make_epub(tmp_path, docs, ncx=ncx, title="La raza", name="propiedad.epub"))
+    assert reasons(b) == [("The Project Gutenberg eBook of La raza", "copyright page (text)")]
+    # "copyright" in a sentence of prose is no rights line.
+    docs["r.xhtml"] = xhtml(f'<h1 id="r">A Note</h1><p>The copyright of the letters passed to his widow. {PROSE}</p>')
+    b = load_book(make_epub(tmp_path, docs, ncx=[("A Note", "r.xhtml#r"), ("MARTÍN ALONSO PINZÓN", "c.xhtml#c")],
+                            title="La raza", name="note.epub"))
+    assert reasons(b) == []

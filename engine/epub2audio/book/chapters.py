@@ -36,6 +36,9 @@ SKIP_TITLES = [
      "copyright page"),
     (re.compile(r"^colophon$"), "colophon"),
     (re.compile(r"^(index|general index|index of names)$"), "index"),
+    (re.compile(r"^(list of (illustrations|plates|figures|maps)|illustrations|liste des (illustrations|gravures)|"
+                r"table des (illustrations|gravures)|verzeichnis der abbildungen|abbildungsverzeichnis|"
+                r"(í|i)ndice de (ilustraciones|láminas|grabados)|elenco delle illustrazioni)$"), "list of illustrations"),
     (re.compile(r"^(cover|cover image|cover page|couverture)$"), "cover"),
     (re.compile(r"^(title ?page|half[- ]?title( page)?|page de titre)$"), "title page"),
     (re.compile(r"^(transcriber'?s'? notes?|notes? (du|de la|des) transcri\w+|notes? de transcription|"
@@ -44,7 +47,8 @@ SKIP_TITLES = [
     (re.compile(r"^(works by|other works by|other books by|books by|also by|by the same author|du m[eê]me auteur|"
                 r"(publishers?'? )?advertisements?|catalogue of (new )?books)\b"), "publisher's adverts"),
     # Legal boilerplate that Project Gutenberg appends to every book; not part of the work.
-    (re.compile(r"project gutenberg|full license"), "Project Gutenberg licence"),
+    # (Not its header's entry, "The Project Gutenberg eBook of Beowulf, by": what follows it is the book's.)
+    (re.compile(r"^(?!the project gutenberg e-?book of\b).*(project gutenberg|full license)"), "Project Gutenberg licence"),
 ]
 # File names that say what a file is (Standard Ebooks, Calibre, InDesign and most producers use them).
 SKIP_FILES = [
@@ -54,7 +58,7 @@ SKIP_FILES = [
     (re.compile(r"(^|[_-])imprint([_-]|$)"), "imprint"),
 ]
 # Text that only a rights / imprint page carries; looked for in short spans only.
-COPYRIGHT_TEXT = re.compile(r"©|\ball rights reserved\b|\bISBN[\s:‐-]*[\dX‐-]{10,17}|tous droits|alle rechte vorbehalten|"
+COPYRIGHT_TEXT = re.compile(r"©|\ball rights reserved\b|\bcopyright,? (by|\(c\)|\d{4})\b|derechos reservados|droits (de \w+ )?réservés|diritti riservati|\bentered according to act of congress\b|\bISBN[\s:‐-]*[\dX‐-]{10,17}|tous droits|alle rechte vorbehalten|"
                             r"todos los derechos|tutti i diritti|版权|版權|著作権|זכויות", re.IGNORECASE)
 # What else a rights page says: a paragraph with one of these is part of it, not of a text that
 # merely carries a copyright line.
@@ -90,12 +94,26 @@ ERRATA_LINE = re.compile(r"\b(remplac[ée]e?s? par|corrig[ée]e?s? en|replaced (
 ERRATA_LINES = 5  # lines at least: one correction in a short note is no list
 ERRATA_SHARE = 0.9  # of its lines (a heading line or an "as follows:" may sit among them)
 ERRATA = "transcriber's note (errata lines)"
+# The fields of Project Gutenberg's header, where no pgheader box holds them ("Title: 苦悶の欄",
+# "Author: …", "Release date: …"): a part made only of such lines is that header.
+PG_HEADER_LINE = re.compile(r"^(title|author|authors|translator|editor|illustrator|contributor|release date|posting date|"
+                            r"last updated|most recently updated|language|original publication|credits|produced by|"
+                            r"character set encoding|e-?text prepared by)\s*:", re.IGNORECASE)
+PG_HEADER = "Project Gutenberg header (its lines)"
 # A title page's lines: short, no sentence in them; a byline starts with "by" in some language.
 TITLE_LINE = 120
 SENTENCES = re.compile(r"[a-z]{2}[.!?]\s+\S.*[a-z]{2}[.!?]")  # two sentences: prose ("BY J. M. BARRIE" is a line)
 PLACEHOLDER = re.compile(r"^\[(illustration|frontispiece|image|picture)\b[^\]]*\]$", re.IGNORECASE)
 BYLINE = re.compile(r"^(by|par|von|di|por|door|av|af|de)\s+\S", re.IGNORECASE)
 SHORT_TEXT = skips.PAGE_SIZE  # characters of body text: a rights page or a note on the edition is shorter
+TITLE_PAGES = ("title page", "half-title page")
+RIGHTS_LINE = 300  # a rights line on a title page ("Entered according to Act of Congress, in the year 1892, …")
+# A title page with the book's contents list after it: the list's lines are each checked to be a TOC
+# entry's words, so there may be any number of them.
+TITLE_AND_CONTENTS = "title page (its lines and contents lines)"
+CONTENTS_LINES = 3
+CONTENTS_WORDS = frozenset(["page", "pages", "chapter", "chapitre", "kapitel", "capítulo", "seite", "p", "pp"])
+ROMAN = re.compile(r"^[ivxlcdm]+$")
 TITLE_PAGE_TEXT = 1000  # characters of body text under an entry named like the book: its title page
 # What --keep-front-matter reads after all: parts of the printed book, not packaging.
 FRONT_MATTER = ("title page", "half-title page", "copyright page", "imprint", "transcriber's note",
@@ -136,7 +154,7 @@ class Span:
     @property
     def unread_chars(self) -> int:
         """What skipping it leaves unread: a title page's epigraph and dedication are read anyway."""
-        title_page = bool(self.skip) and self.skip.startswith(("title page", "half-title page"))
+        title_page = bool(self.skip) and self.skip.startswith(TITLE_PAGES)
         return sum(len(b.text) for b in self.blocks if not (title_page and b.inscription))
 
     @property
@@ -187,6 +205,7 @@ class Cutter:
         self.cover_images = cover_images
         self.skipped = skipped
         self.keep_front_matter = keep_front_matter
+        self.label_words: list[set[str]] = []  # each TOC label's words, folded (contents lines are made of them)
 
     def trim_gutenberg(self, stream: list) -> list:
         """Cut the Project Gutenberg header (up to '*** START OF …') and footer ('End of …')."""
@@ -256,6 +275,7 @@ class Cutter:
                     add_sources(current, [unsourced])
                     unsourced = None
                 current.blocks.append(it)
+        self.label_words = [set(fold(s.entry.title).split()) for s in spans if s.entry is not None]
         front = True  # no text read yet: where a title page is
         for span in spans:
             if span.record is None:
@@ -315,7 +335,12 @@ class Cutter:
         for root, members in groups.values():
             if root.evidence != "guess":
                 continue
-            if sum(m.unread_chars for m in members) > page_bound(root) or _has_sections(root, by_entry):
+            # (a title page's lines naming the book and its author, "A DOG'S TALE / by Mark Twain /
+            # Image: Frontpiece.jpg", with the book nested under them, are still the title page;
+            # "Introduction / Par l'éditeur." with its sections is the editor's introduction)
+            sections = _has_sections(root, by_entry) and not (
+                root.skip.startswith(TITLE_PAGES) and self._title_page_text(root) and self._names_author(root))
+            if sum(m.unread_chars for m in members) > page_bound(root) or sections:
                 self._read_back(members)
             else:
                 guessed.append((root, members))
@@ -373,9 +398,13 @@ class Cutter:
         lines = [b for b in span.blocks if not b.heading]
         if len(lines) >= ERRATA_LINES and sum(bool(ERRATA_LINE.search(b.text)) for b in lines) >= ERRATA_SHARE * len(lines):
             return ERRATA  # its lines are the evidence, whatever its title says
+        if front and len(lines) >= 2 and all(PG_HEADER_LINE.match(b.text) for b in lines):
+            return PG_HEADER
         if reason:
             return reason
         size = sum(len(b.text) for b in lines)
+        if size <= SHORT_TEXT and (heading := _list_heading(span)):
+            return f"{heading} (its heading)"
         if span.blocks and size <= SHORT_TEXT:
             if _mostly(span.blocks, COPYRIGHT_TEXT, RIGHTS_TEXT):
                 return "copyright page (text)"
@@ -386,28 +415,49 @@ class Cutter:
                 return "publisher's adverts (text)"
         if entry is not None and size <= TITLE_PAGE_TEXT and names_book(entry.title, self.title):
             return "title page (the book's title)"
-        if front and self._title_page_text(span):
-            return "title page (text)"
+        if front and (title_page := self._title_page_text(span)):
+            return title_page
         return None
 
-    def _title_page_text(self, span: Span) -> bool:
+    def _title_page_text(self, span: Span) -> str | None:
         """Short lines only, none of them prose, one naming the book or a byline naming its author
-        ("BY LEWIS CARROLL"), the rest such lines or picture placeholders ("[Illustration]")."""
-        if not span.blocks or span.chars > TITLE_PAGE_TEXT:
-            return False
-        named = False
+        ("BY LEWIS CARROLL"), the rest such lines, picture placeholders ("[Illustration]") or a
+        rights line; and it may hold the book's contents list, each line of it a TOC entry's
+        words ("The Life and Death of Scyld (I.)" for "I. THE LIFE AND DEATH OF SCYLD.")."""
+        if not span.blocks:
+            return None
+        named, page_chars, listed = False, 0, 0
         for block in span.blocks:
             text = block.text
             if PLACEHOLDER.match(text):
                 continue
-            if len(text) > TITLE_LINE or SENTENCES.search(text):
-                return False
             if (names_book(text, self.title) or (BYLINE.match(text) and set(fold(text).split()) & self.surnames)
                     or (fold(text) in self.author_lines and span.has_body)):
                 # (an entry that is the author's name alone is a line of the title page before
                 # it, which _title_page_lines names so)
                 named = True
-        return named
+            elif len(text) <= TITLE_LINE and self._contents_line(text):
+                listed += 1
+                continue
+            page_chars += len(text)
+            if COPYRIGHT_TEXT.search(text) and len(text) <= RIGHTS_LINE:
+                continue
+            if len(text) > TITLE_LINE or SENTENCES.search(text):
+                return None
+        if not named or page_chars > TITLE_PAGE_TEXT:
+            return None
+        return TITLE_AND_CONTENTS if listed >= CONTENTS_LINES else "title page (text)"
+
+    def _names_author(self, span: Span) -> bool:
+        """Whether a line of the span is a byline naming the book's author, or the name alone."""
+        return any((BYLINE.match(b.text) and set(fold(b.text).split()) & self.surnames) or fold(b.text) in self.author_lines
+                   for b in span.blocks)
+
+    def _contents_line(self, text: str) -> bool:
+        """A line of a contents list: its words, but for numbers, all in one TOC label."""
+        words = set(fold(text).split()) - CONTENTS_WORDS
+        words = {w for w in words if not (w.isdigit() or ROMAN.match(w))}
+        return bool(words) and any(words <= label for label in self.label_words)
 
     def _marked(self, types: set[str], key, title: str, doc: str | None) -> str | None:
         """Front/back matter by its epub:type or role, landmark or guide, title, or file name."""
@@ -445,7 +495,7 @@ class Cutter:
                 if span.record is None:  # a file skipped whole was reported where it starts
                     self.skipped.append(Skipped(span_title(span, self.title), span.skip, span.unread_chars,
                                                 span.evidence))
-                if span.skip.startswith(("title page", "half-title page")):
+                if span.skip.startswith(TITLE_PAGES):
                     # the book's title and imprint are packaging; its epigraph is part of the work
                     carried += [b for b in span.blocks if b.inscription]
                     carried_sources += span.sources
@@ -499,6 +549,18 @@ def page_bound(span: Span) -> float:
     return skips.page_bound((span.skip_from or span).skip or "")
 
 
+def _list_heading(span: Span) -> str | None:
+    """The kind a short part's own heading line names, where its TOC label names something else
+    (a list of illustrations under the entry of the picture before it, "Frontpiece")."""
+    for block in span.blocks[:2]:
+        if len(block.text) <= TITLE_LINE:
+            folded = _folded(block.text)
+            for pattern, label in SKIP_TITLES:
+                if pattern.search(folded) and label in ("table of contents", "list of illustrations", "index"):
+                    return label
+    return None
+
+
 def span_title(span: Span, fallback: str) -> str:
     """A span's TOC label; text before the first entry is named by its first heading."""
     if span.entry is not None:
@@ -530,8 +592,10 @@ def _mostly(body: list[Block], mark: re.Pattern, kin: re.Pattern) -> bool:
 def _has_sections(span: Span, by_entry: dict[int, Span]) -> bool:
     """Whether TOC entries under the span's entry are sections: entries with text of their own
     that are read, or would go with it, rather than skipped on their own evidence. (Heading-only
-    entries in its file are its lines: "PUBLISHED BY".)"""
-    if span.entry is None:
+    entries in its file are its lines: "PUBLISHED BY".) A title's line alone (a heading-only
+    entry) takes no section with it (_inherit_skips): the book nested under it is no reason to
+    read it. An entry named like the book with text of its own and sections is a chapter."""
+    if span.entry is None or ((span.skip or "").startswith(TITLE_PAGES) and not span.has_body):
         return False
     for entry in flatten_under(span.entry):
         under = by_entry.get(id(entry))
@@ -557,24 +621,47 @@ def _same_as_next(span: Span, after: list[Span]) -> bool:
 
 
 def _title_page_lines(spans: list[Span]):
-    """Heading-only spans that follow a title page in its own file are lines of it (Gutenberg's
-    NCX makes an entry of every line: "BY", "LEWIS CARROLL", "1886")."""
+    """Heading-only spans beside a title page in its own file are lines of it (Gutenberg's NCX
+    makes an entry of every line: "MONTESQUIEU", "ESPRIT DES LOIS", "BY", "1886"): those after
+    it up to the next printed page, and those just before it while nothing has been read. A
+    heading-only entry at the front that repeats one of its lines is the half-title."""
     run_doc, reason, page = None, None, None
+    before: list[Span] = []  # heading-only entries at the front, in one file, since the last page break
+    lines: set[str] = set()  # the title pages' lines, folded
+    front = True
     for span in spans:
         doc = span.entry.doc if span.entry else None
-        if span.skip and span.skip.startswith(("title page", "half-title page")):
+        line = span.entry is not None and not span.skip and not span.has_body and bool(span.blocks)
+        new_page = bool(span.blocks) and span.blocks[0].page_before
+        if span.skip and span.skip.startswith(TITLE_PAGES):
             run_doc, reason = doc, span.skip.split(" (")[0] + " (a line of the title page)"
             page = span.skip_from or span
-        elif run_doc and doc == run_doc and span.entry is not None and not span.skip and not span.has_body:
+            for earlier in ([] if new_page else before):
+                if earlier.entry.doc == doc:
+                    earlier.skip, earlier.skip_from = reason, page
+            lines.update(fold(s.entry.title) for s in before + [span] if s.entry is not None and s.skip)
+            before = []
+        elif run_doc and doc == run_doc and line and not new_page:
             span.skip, span.skip_from = reason, page
+            lines.add(fold(span.entry.title))
+        elif front and line and fold(span.entry.title) in lines:
+            run_doc = None
+            span.skip = "half-title page (a line of the title page)"
         else:
             run_doc = None
+            if front and line:
+                before = [s for s in before if s.entry.doc == doc and not new_page] + [span]
+            elif not (front and span.entry is None and not span.has_body):
+                before = []
+        front = front and (bool(span.skip) or not span.has_body)
 
 
 def _inherit_skips(spans: list[Span]):
     """An entry nested under a skipped one, in the same file, is part of it (the publisher's
     "WORKS BY …" page and its "PUBLISHED BY" line). Entries in other files are not: Standard
-    Ebooks nests the whole book under its half-title page."""
+    Ebooks nests the whole book under its half-title page. Nor are entries under a title page:
+    Gutenberg's NCX nests the book under its title's line (the page's own lines are found by
+    _title_page_lines, up to the next printed page)."""
     skipped = {id(s.entry): s for s in spans if s.entry is not None and s.skip}
     for span in spans:
         if span.entry is None or span.skip:
@@ -582,9 +669,22 @@ def _inherit_skips(spans: list[Span]):
         for ancestor in span.entry.ancestors():
             if id(ancestor) in skipped and ancestor.doc == span.entry.doc:
                 root = skipped[id(ancestor)]
+                if (root.skip_from or root).skip.startswith(TITLE_PAGES) and not _on_title_page(root, spans):
+                    break
                 span.skip, span.skip_from = root.skip, root.skip_from or root
                 skipped[id(span.entry)] = span
                 break
+
+
+def _on_title_page(root: Span, spans: list[Span]) -> bool:
+    """Whether the entries nested under a title page's entry, in its file, are still that page:
+    together no longer than a page and no printed page starting among them ("IN TWO VOLUMES
+    VOL. I" and the preparer's note under Herodotus's translator line; not Struwwelpeter's eleven
+    stories under its title)."""
+    under = {id(e) for e in flatten_under(root.entry)} - {id(root.entry)}
+    nested = [s for s in spans if s.entry is not None and id(s.entry) in under and s.entry.doc == root.entry.doc]
+    return (sum(s.chars for s in nested) <= SHORT_TEXT
+            and not any(s.blocks and s.blocks[0].page_before for s in nested))
 
 
 def add_sources(span: Span, sources: list[str]):

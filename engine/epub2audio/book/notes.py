@@ -17,7 +17,7 @@ import re
 
 from .model import Skipped
 from .text import BLOCK_TAGS, HEADING_TAGS, Block, _is_internal_link, clean, epub_types, find_body, is_noteref, \
-    is_unread, local_name, noteref_href
+    is_page_mark, is_unread, local_name, noteref_href
 from .toc import resolve
 
 NOTE_POLICIES = ("skip", "inline", "chapter-end")
@@ -239,7 +239,11 @@ def links_back(doc: str, body: list, references: set[tuple[str, str]]) -> bool:
 
 
 def note_body(el, targets: set[str]) -> list:
-    """The elements that make up the note an id points at."""
+    """The elements that make up the note an id points at. A printed page's mark is none: a
+    contents list's page numbers link to it ("… (II.) 3" → #page_3), and what follows it is the
+    book's text."""
+    if is_page_mark(el):
+        return []
     for node in [el, *el.iterancestors()]:
         if local_name(node) in ("body", "section") and not (epub_types(node) & NOTE_TYPES):
             break

@@ -29,7 +29,7 @@ STRUCTURE = ("epub:type", "landmarks", "guide", "nav document", "non-linear spin
              "Project Gutenberg boilerplate", "read inline", "read at chapter ends")
 EMPTY = ("no text", "cover image page")
 # Guesses made line by line: each of the part's lines is checked, so its size is no risk.
-LINE_CHECKED = ("errata lines",)
+LINE_CHECKED = ("errata lines", "its lines and contents lines")
 
 
 def _detail(reason: str) -> str:

@@ -89,6 +89,9 @@ UNREAD_CLASSES = frozenset(
 )
 # ebookmaker's boxes around a Project Gutenberg book (its header, its licence): not read, but counted.
 GUTENBERG_BOX_CLASSES = frozenset(["pgheader", "pgfooter"])
+# A printed page's number (epub:type pagebreak, ARIA doc-pagebreak, Gutenberg's page anchors): not
+# read, but where a page starts is evidence (a title page ends at the next page).
+PAGE_MARK_CLASSES = frozenset(["pagenum", "pageno", "page-number", "x-ebookmaker-pageno"])
 # Margin notes: glosses printed beside the text, with no reference in it. They follow --notes.
 MARGIN_TYPES = frozenset(["sidenote", "marginalia", "z3998:sidenote", "z3998:marginalia"])
 MARGIN_CLASS = re.compile(r"^(side-?note|margin-?note|marg-?note|marginalia|sidenote[-_]?(left|right)|"
@@ -144,6 +147,7 @@ class Block:
     notes: list[str] = field(default_factory=list)  # hrefs of the note references it held
     in_note: bool = False  # part of a note body the caller asked about
     break_before: bool = False  # a scene break comes before it
+    page_before: bool = field(default=False, compare=False)  # a printed page starts before it
     inscription: bool = False  # part of an epigraph or dedication (read even on a skipped title page)
     phonemes: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, ipa)
     langs: list[tuple[int, int, str]] = field(default_factory=list)  # (start, end, BCP 47 tag)
@@ -578,6 +582,11 @@ def is_margin_note(el) -> bool:
     return len(clean("".join(el.itertext()))) <= MARGIN_NOTE_CHARS
 
 
+def is_page_mark(el) -> bool:
+    return ("pagebreak" in epub_types(el) or el.get("role") == "doc-pagebreak"
+            or bool(PAGE_MARK_CLASSES.intersection((el.get("class") or "").split())))
+
+
 def _is_marker_link(a) -> bool:
     """Footnote numbers, backlinks and 'enlarge image' links: links that are not prose."""
     href = a.get("href") or ""
@@ -634,6 +643,7 @@ class _Reader:
         self.in_inscription = 0
         self.block_notes: list[str] = []  # noterefs seen in the block being built
         self.pending_break = False
+        self.pending_page = False
         self.out: list[Block | Anchor] = []
         self.parts: list[str] = []  # text of the block being built
         self.part_langs: list[str | None] = []  # the language each part was read in
@@ -718,6 +728,7 @@ class _Reader:
         block.note_key = self.note_keys[-1] if self.note_keys else None
         block.inscription = self.in_inscription > 0
         block.break_before, self.pending_break = self.pending_break, False
+        block.page_before, self.pending_page = self.pending_page, False
         block.furniture = block.furniture or self.in_furniture > 0
         self.out.append(block)
         self.place_margins()
@@ -810,6 +821,8 @@ class _Reader:
             self.content.tts_skip_chars += len(clean("".join(el.itertext())))
             return
         if is_unread(el):
+            if is_page_mark(el):
+                self.pending_page = True
             if GUTENBERG_BOX_CLASSES.intersection((el.get("class") or "").split()):
                 self.content.gutenberg_box_chars += len(clean("".join(el.itertext())))
             return
