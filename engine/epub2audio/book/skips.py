@@ -19,8 +19,9 @@ from .model import Book, Skipped
 PAGE_SIZE = 2000
 # The share of the book's text that guessed skips may cost together; past it they are read.
 GUESS_BUDGET = 0.02
-# Skipping more than this share by any rule is said in a warning that names the parts.
+# Skipping more than this share on guesses is said in a warning that names the parts.
 WARN_SHARE = 0.02
+GUESSES = ("guess", "repetition")
 # Parts named in one warning line; the rest are counted.
 NAMED_PARTS = 12
 
@@ -111,13 +112,15 @@ def named(parts: list[Skipped]) -> str:
 
 
 def large_skip_warning(book: Book) -> str | None:
-    """The warning for a book that skips more than WARN_SHARE of its text, by whatever rule."""
-    chars = skipped_chars(book)
-    fraction = share(chars, book.read_chars)
+    """The warning for a book whose guessed skips (text, titles, file names, repetition) cost more
+    than WARN_SHARE of its text. What its own markup skips, of any size (Gutenberg's licence,
+    epub:type), is no guess: the summary line counts it, no warning."""
+    parts = [s for s in book.skipped if s.chars and s.evidence in GUESSES]
+    chars = sum(s.chars for s in parts)
+    fraction = share(chars, book.read_chars + skipped_chars(book) - chars)
     if fraction <= WARN_SHARE:
         return None
-    parts = [s for s in book.skipped if s.chars]
-    return (f"{percent(fraction)} of the text is not read ({chars:,} characters in {len(parts)} "
+    return (f"{percent(fraction)} of the text is skipped on a guess ({chars:,} characters in {len(parts)} "
             f"part{'s' if len(parts) != 1 else ''}): {named(parts)}; --list-chapters lists them")
 
 
@@ -131,7 +134,7 @@ def read_back_warning(parts: list[Skipped], guessed: int, total: int) -> str:
 
 
 def account(book: Book) -> None:
-    """Say in the book's warnings when what is skipped costs more than WARN_SHARE of its text."""
+    """Say in the book's warnings when what guesses skip costs more than WARN_SHARE of its text."""
     warning = large_skip_warning(book)
     if warning:
         book.warnings.append(warning)
