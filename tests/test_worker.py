@@ -33,6 +33,22 @@ def test_worker_reports_what_it_loaded():
         s.close()
 
 
+def test_the_tone_is_the_sine_model_tone_2_names():
+    """tone:2 is a sine of 220 + 2·d0 Hz at 8000 + 40·d1, each sample truncated toward zero, for
+    (3 + len(text)) / 14 s (d = sha256 of "seed:text"): the array pass gives those samples."""
+    import hashlib
+    import math
+    import struct
+
+    from epub2audio.voices.tone import SAMPLE_RATE, load
+
+    for text, seed in [("Call me Ishmael.", 5), ("Il était une fois.", 0), ("x" * 300, 123456)]:
+        d = hashlib.sha256(f"{seed}:{text}".encode()).digest()
+        n, step = SAMPLE_RATE * (3 + len(text)) // 14, 2 * math.pi * (220 + d[0] * 2) / SAMPLE_RATE
+        expected = struct.pack(f"<{n}h", *(int((8000 + d[1] * 40) * math.sin(step * i)) for i in range(n)))
+        assert load().synthesize(text, seed) == expected
+
+
 def assert_load_meter(load: dict) -> None:
     """The worker's own meter of its voice load (child.py): present, typed, sane; never timed."""
     assert set(load) == {"seconds", "private_bytes", "anonymous_bytes", "peak_private_bytes", "peak_rss_bytes"}

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-import struct
+
+import numpy as np
 
 from .base import VoiceInfo
 
@@ -26,7 +27,9 @@ class ToneVoice:
         samples = SAMPLE_RATE * (3 + len(text)) // 14
         amplitude = 8000 + digest[1] * 40
         step = 2 * math.pi * frequency / SAMPLE_RATE
-        return struct.pack(f"<{samples}h", *(int(amplitude * math.sin(step * i)) for i in range(samples)))
+        # In one array pass (a Python loop took 5 s for a 37-minute chapter); truncated toward
+        # zero as int() did, so the samples are those of model tone:2.
+        return (amplitude * np.sin(step * np.arange(samples, dtype=np.float64))).astype("<i2").tobytes()
 
 
 def load() -> ToneVoice:
