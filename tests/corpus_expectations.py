@@ -802,6 +802,10 @@ BOOKS = {
         'publisher': 'Standard Ebooks',
         'identifier': 'https://standardebooks.org/ebooks/sun-tzu/the-art-of-war/lionel-giles',
         'cover_type': 'image/jpeg',
+        'read_share': 0.978,
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 411261,
+        'skipped_chars': [52, 1182, 14, 1036, 2053],
         "titles": [
             'Dedication',
             'Preface by Lionel Giles',
@@ -3437,6 +3441,10 @@ BOOKS = {
         'publisher': '',
         'identifier': 'http://www.gutenberg.org/23950',
         'cover_type': 'image/png',
+        'read_share': 0.969,
+        # Characters read (chapter text) and not read (each skipped part, in order).
+        'read_chars': 593600,
+        'skipped_chars': [18846, 74, 0, 0, 26],
         # No usable TOC (its one entry is the licence): one chapter per 第N回： paragraph, 119 of them, the last written 第一二○回; the title block before the first (三國志演義, "Produced by Jian-Lun Huang") is a title page.
         "titles": [
             '第一回：宴桃園豪傑三結義，斬黃巾英雄首立功',
@@ -3564,7 +3572,7 @@ BOOKS = {
             ('Project Gutenberg footer', 'Project Gutenberg boilerplate'),
             ('Cover', 'cover (cover image page)'),
             ('THE FULL PROJECT GUTENBERG LICENSE', 'Project Gutenberg licence (title)'),
-            ('三國志演義', 'title page (text)'),
+            ('Produced by Jian-Lun Huang', 'production credits (text)'),
         ],
     },
     'sherlock-holmes-adventures-short-stories-se-epub3.epub': {
@@ -4063,13 +4071,13 @@ BOOKS = {
         'publisher': '',
         'identifier': '3800d504-c35e-48c6-82e3-1cde2b302cee',  # calibre's random uuid
         'cover_type': 'image/jpeg',  # the cover calibre draws when a book has none
+        'read_share': 0.999,
         # Characters read (chapter text) and not read (each skipped part, in order).
-        'read_chars': 51945,
-        'skipped_chars': [0],
+        'read_chars': 51903,
+        'skipped_chars': [0, 42],
         # calibre found no chapters in the plain text: its NCX has one entry, "Start", on its cover
         # page, and the "CHAPTER N." lines are plain paragraphs. The chapters are those lines; the
         # title block before them (title, subtitle, "By Herman Melville") is a title page.
-        'read_share': 0.999,
         "titles": [
             'CHAPTER 1. Loomings.',
             'CHAPTER 2. The Carpet-Bag.',
@@ -4077,7 +4085,7 @@ BOOKS = {
         ],
         "skipped": [
             ('Start', 'cover (guide)'),
-            ('MOBY-DICK;', "title page (the book's title)"),
+            ('MOBY-DICK;', 'title page (text)'),
         ],
     },
     'a-tale-of-two-cities-calibre-from-html.epub': {

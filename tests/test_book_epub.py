@@ -38,23 +38,11 @@ def chapter(b, title):
 # Where today's reading rules get a corpus book wrong: (test, book) → why. The ground truth stays in
 # corpus_expectations; strict, so a rule that fixes the book turns its test red until the mark goes.
 KNOWN_WRONG = {
-    ("titles", "moby-dick-calibre-from-txt.epub"):
-        "issue 20: the book is split at its 'CHAPTER N.' lines now, but the title block before the "
-        "first one ('MOBY-DICK;', 'or, THE WHALE.', 'By Herman Melville') is read as a chapter of its "
-        "own: the no-TOC splitter makes no title-page guess",
-    ("skipped", "moby-dick-calibre-from-txt.epub"):
-        "issue 20: the title block before 'CHAPTER 1.' is read, not skipped as a title page",
     # issue 29: the new corpus books, where today's rules get them wrong (tests/corpus_labels.py says what is right).
-    ('titles', 'art-of-war-giles-huge-endnotes-se-epub3.epub'):
-        'issue 29: the chapter-marker splitter cuts the Endnotes entry (234K) into 43 chapters at every "Chapter I …" mention inside the notes',
     ('titles', 'linear-algebra-mathml-tables-epub3.epub'):
         'issue 29: Edition, Publisher, the four lists (Theorems, Notation, Diagrams, Examples), the GFDL and Definitions are read as chapters',
     ('skipped', 'linear-algebra-mathml-tables-epub3.epub'):
         'issue 29: Edition, Publisher, the four lists (Theorems, Notation, Diagrams, Examples), the GFDL and Definitions are read as chapters',
-    ('titles', 'sanguo-yanyi-zh-pg-no-toc-epub3.epub'):
-        'issue 29: the 第N回 splitter finds 107 of the 119 markers (none written with ○, e.g. 第一二○回), one chapter is 61K characters, and the title block with "Produced by Jian-Lun Huang" is read as a chapter',
-    ('skipped', 'sanguo-yanyi-zh-pg-no-toc-epub3.epub'):
-        'issue 29: the title block before 第一回 (三國志演義, "Produced by Jian-Lun Huang") is read as a chapter, not skipped as a title page',
 }
 
 
@@ -554,11 +542,12 @@ def test_divider_sharing_its_childs_target_reads_its_label(tmp_path):
 
 def test_a_file_after_a_marked_cover_is_not_skipped_with_it(corpus):
     """calibre's TXT books: one TOC entry ("Start") on the page the guide calls the cover, and the
-    whole book after it in files no entry names. The cover's marking is its own file's."""
+    whole book after it in files no entry names. The cover's marking is its own file's: the title
+    block after it is skipped as a title page by its own lines, and the chapters are read."""
     b = book(corpus, "moby-dick-calibre-from-txt.epub")
-    assert [(s.title, s.reason) for s in b.skipped] == [("Start", "cover (guide)")]
-    assert [c.title for c in b.chapters][1:] == BOOKS["moby-dick-calibre-from-txt.epub"]["titles"]
-    assert b.chapters[1].paragraphs[1].startswith("Call me Ishmael. Some years ago")
+    assert [(s.title, s.reason) for s in b.skipped] == [("Start", "cover (guide)"), ("MOBY-DICK;", "title page (text)")]
+    assert [c.title for c in b.chapters] == BOOKS["moby-dick-calibre-from-txt.epub"]["titles"]
+    assert b.chapters[0].paragraphs[1].startswith("Call me Ishmael. Some years ago")
 
 
 def _coverage_bench():

@@ -290,3 +290,47 @@ def test_a_long_text_with_nothing_to_cut_at_is_cut_into_parts(tmp_path):
     assert [c.title for c in b.chapters] == ["Long (1)", "Long (2)", "Long (3)"]
     assert [len(c.paragraphs) for c in b.chapters] == [9, 8, 8]
     assert [c.paragraphs[0].split()[0] for c in b.chapters] == ["0", "9", "17"]
+
+
+def test_a_notes_section_holding_most_of_the_book_is_never_cut_at_its_chapter_lines(tmp_path):
+    # The Art of War: its endnotes (epub:type="endnotes", 234K) name the chapter of each note,
+    # "Chapter III “If you know the enemy …”"; they were cut into 43 chapters.
+    notes = "".join(f'<li id="n{i}" epub:type="endnote"><p>Chapter {r} “A saying …”</p><p>{"A long note. " * 30}</p></li>'
+                    for i, r in enumerate(["I", "VII", "III", "V", "III", "I"]))
+    docs = {"a.xhtml": xhtml("<h2>I: Laying Plans</h2><p>Sun Tzŭ said: The art of war is of vital importance.</p>"),
+            "b.xhtml": xhtml("<h2>II: Waging War</h2><p>In the operations of war, where there are chariots.</p>"),
+            "n.xhtml": xhtml(f'<section epub:type="endnotes"><h2>Endnotes</h2><ol>{notes}</ol></section>')}
+    nav = [("I: Laying Plans", "a.xhtml"), ("II: Waging War", "b.xhtml"), ("Endnotes", "n.xhtml")]
+    b = load_book(make_epub(tmp_path, docs, nav=nav))
+    assert [c.title for c in b.chapters] == ["I: Laying Plans", "II: Waging War", "Endnotes"]
+    # Without its markup it is a chapter like the Vorwort test's: cut at its lines.
+    docs["n.xhtml"] = docs["n.xhtml"].replace(' epub:type="endnotes"', "")
+    b = load_book(make_epub(tmp_path, docs, nav=nav, name="untyped.epub"))
+    assert [c.title for c in b.chapters][:4] == ["I: Laying Plans", "II: Waging War", "Chapter I “A saying …”",
+                                                 "Chapter VII “A saying …”"]
+
+
+def test_cjk_chapter_markers_written_with_the_circle_zero_and_the_credit_before_them(tmp_path):
+    # 三國志演義 (Gutenberg, no TOC): "Produced by Jian-Lun Huang", then 第一回 … 第一百回 … 第一二○回.
+    numbers = ["一", "二", "一百", "一○一", "一二○"]
+    body = "<p>Produced by Jian-Lun Huang</p>" + "".join(
+        f"<p>第{n}回：回目{n}</p><p>{'話說天下大勢，分久必合，合久必分。' * 40}</p>" for n in numbers)
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, ncx=[], title="三國志演義"))
+    assert [c.title for c in b.chapters] == [f"第{n}回：回目{n}" for n in numbers]
+    assert [(s.title, s.reason, s.chars) for s in b.skipped] == [
+        ("Produced by Jian-Lun Huang", "production credits (text)", 26)]
+
+
+def test_the_title_block_before_the_first_chapter_line_is_a_title_page(tmp_path):
+    # calibre's Moby-Dick from plain text: no TOC but its cover, the title block, then "CHAPTER N." lines.
+    chapters = "".join(f"<p>CHAPTER {n}. {t}</p><p>{'Call me Ishmael. Some years ago I went to sea. ' * 40}</p>"
+                       for n, t in [(1, "Loomings."), (2, "The Carpet-Bag."), (3, "The Spouter-Inn.")])
+    body = "<p>MOBY-DICK;</p><p>or, THE WHALE.</p><p>By Herman Melville</p>" + chapters
+    meta = "<dc:creator>Herman Melville</dc:creator>"
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, ncx=[], title="Moby-Dick", metadata=meta))
+    assert [c.title for c in b.chapters] == ["CHAPTER 1. Loomings.", "CHAPTER 2. The Carpet-Bag.", "CHAPTER 3. The Spouter-Inn."]
+    assert [(s.title, s.reason) for s in b.skipped] == [("MOBY-DICK;", "title page (text)")]
+    # A first paragraph of prose before the first chapter line is read, under the book's title.
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml("<p>An opening remark, made in prose. It runs on.</p>" + chapters)},
+                            ncx=[], title="Moby-Dick", metadata=meta, name="prose.epub"))
+    assert [c.title for c in b.chapters][0] == "Moby-Dick" and b.skipped == []

@@ -100,6 +100,10 @@ PG_HEADER_LINE = re.compile(r"^(title|author|authors|translator|editor|illustrat
                             r"last updated|most recently updated|language|original publication|credits|produced by|"
                             r"character set encoding|e-?text prepared by)\s*:", re.IGNORECASE)
 PG_HEADER = "Project Gutenberg header (its lines)"
+# A producer's credit ("Produced by Jian-Lun Huang", "E-text prepared by …"): e-book packaging.
+CREDIT_LINE = re.compile(r"^(produced by|e-?text prepared by|prepared by|transcribed by|digiti[sz]ed by|scanned by|"
+                         r"proofread by|html version by)\s+\S", re.IGNORECASE)
+CREDIT_TEXT = 300  # characters: a credit is a line
 # A title page's lines: short, no sentence in them; a byline starts with "by" in some language.
 TITLE_LINE = 120
 SENTENCES = re.compile(r"[a-z]{2}[.!?]\s+\S.*[a-z]{2}[.!?]")  # two sentences: prose ("BY J. M. BARRIE" is a line)
@@ -440,13 +444,39 @@ class Cutter:
                 listed += 1
                 continue
             page_chars += len(text)
-            if COPYRIGHT_TEXT.search(text) and len(text) <= RIGHTS_LINE:
+            if (COPYRIGHT_TEXT.search(text) or CREDIT_LINE.match(text)) and len(text) <= RIGHTS_LINE:
                 continue
             if len(text) > TITLE_LINE or SENTENCES.search(text):
                 return None
         if not named or page_chars > TITLE_PAGE_TEXT:
             return None
         return TITLE_AND_CONTENTS if listed >= CONTENTS_LINES else "title page (text)"
+
+    def skip_front_piece(self, titled: list[tuple[str, Span]], is_marker) -> list[tuple[str, Span]]:
+        """After a book is cut at its chapter markers (splitting.py), the text before the first,
+        where it is the title page ("MOBY-DICK; / or, THE WHALE. / By Herman Melville") or the
+        producer's credit ("Produced by Jian-Lun Huang"), is skipped as a guess, a page at most and
+        within the guesses' budget."""
+        if len(titled) < 2:
+            return titled
+        _, first = titled[0]
+        if first.entry is not None or not first.blocks or is_marker(first.blocks[0]):
+            return titled
+        lines = [b.text for b in first.blocks]
+        if all(CREDIT_LINE.match(text) and len(text) <= CREDIT_TEXT for text in lines):
+            reason = "production credits (text)"
+        else:
+            reason = self._title_page_text(first)
+        chars = sum(map(len, lines))
+        if reason is None or chars > skips.page_bound(reason):
+            return titled
+        guessed = sum(s.chars for s in self.skipped if s.evidence == "guess") + chars
+        total = sum(s.chars for _, s in titled) + sum(s.chars for s in self.skipped)
+        if skips.over_budget(guessed, total):
+            return titled
+        label = next((b.text for b in first.blocks if b.heading), lines[0])
+        self.skipped.append(Skipped(label if len(label) <= 60 else label[:59].rstrip() + "…", reason, chars, "guess"))
+        return titled[1:]
 
     def _names_author(self, span: Span) -> bool:
         """Whether a line of the span is a byline naming the book's author, or the name alone."""

@@ -90,7 +90,7 @@ from . import skips
 from .model import Book, Skipped
 from .notes import NOTE_POLICIES, NOTES_HEADING, Notes  # noqa: F401 (NOTES_HEADING: part of this module's API)
 from .package import PackageError, PartUnreadable, read_package
-from .splitting import split_without_toc, toc_is_usable
+from .splitting import is_chapter_marker, split_without_toc, toc_is_usable
 from .text import Anchor, Block, Content, find_body, local_name, parse_document, parse_xhtml, read_blocks
 from .toc import TocEntry, flatten, landmarks, read_toc, resolve
 
@@ -217,6 +217,7 @@ class _Loader:
         titled = cutter.chapters(spans)
         if not toc_is_usable(titled):
             titled = split_without_toc(titled, {name: info.title for name, info in self.docs.items()})
+            titled = cutter.skip_front_piece(titled, is_chapter_marker)
         titled = [(title, self.notes.place(span)) for title, span in titled]
         self.skipped.extend(self.notes.skipped())
         cover_docs = [n for n in spine if "cover" in self.docs[n].types] + [

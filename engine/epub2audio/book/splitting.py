@@ -3,8 +3,10 @@
 A TOC is not usable when it gives no chapter at all (missing, or every entry points into the
 Project Gutenberg licence); when it gives one chapter that runs over three or more spine files;
 or when one chapter holds half the book's text or more and two or more chapter markers inside it
-(a Chinese novel whose only entry is the book, with 119 "第N回" inside). Such a book is split, in
-order of evidence:
+(a Chinese novel whose only entry is the book, with 119 "第N回" inside). A notes section (epub:type
+endnotes, footnotes, rearnotes) is none of these: its "Chapter I …" lines name the chapter a note
+is on (The Art of War's 234K endnotes), and it is never cut. Such a book is split, in order of
+evidence:
 
 1. at chapter markers, where the text has two or more: a heading or a short paragraph that starts
    "第N回" / "第N章" / "第N卷" / "第N話", or "Chapter IV", "Chapitre premier", "Kapitel 3",
@@ -34,7 +36,10 @@ MOST_OF_BOOK = 0.5
 MARKERS_NEEDED = 2
 LONG_PIECE = 100_000  # characters; a voice reads about 50,000 an hour
 MARKER_PARAGRAPH = 60  # characters: a paragraph longer than this is prose, not a chapter line
-CJK_MARKER = re.compile(r"^第[一二三四五六七八九十百千〇零两0-9０-９]+[回章卷話话](?=$|[\s\u3000:：、.．，,])")
+# (○ and 〇 are the zero of "第一二○回", 120, as Gutenberg's 三國志演義 writes it)
+CJK_MARKER = re.compile(r"^第[一二三四五六七八九十百千〇○零两0-9０-９]+[回章卷話话](?=$|[\s\u3000:：、.．，,])")
+NOTE_SECTIONS = frozenset(["endnotes", "footnotes", "rearnotes", "notes", "z3998:notes", "z3998:footnotes",
+                           "z3998:rearnotes", "doc-endnotes"])
 WORD_MARKER = re.compile(
     r"^(chapter|chapitre|kapitel|cap[íi]tulo|capitolo|hoofdstuk|rozdzia[łl]|глава)\s+"
     r"([0-9]+|[ivxlcdm]+|[^\W\d_]+)(?=$|[\s.:;,—–-])", re.IGNORECASE)
@@ -46,6 +51,11 @@ def is_chapter_marker(block: Block) -> bool:
     if not block.heading and len(text) > MARKER_PARAGRAPH:
         return False
     return bool(CJK_MARKER.match(text) or WORD_MARKER.match(text))
+
+
+def is_notes(span: Span) -> bool:
+    """A TOC entry's notes section, by its markup."""
+    return span.entry is not None and bool(span.types & NOTE_SECTIONS)
 
 
 def _chars(span: Span) -> int:
@@ -70,6 +80,8 @@ def toc_is_usable(titled: list[tuple[str, Span]]) -> bool:
         return False
     total = sum(_chars(span) for _, span in titled)
     for _, span in titled:
+        if is_notes(span):
+            continue
         markers = sum(map(is_chapter_marker, span.blocks))
         if total and _chars(span) >= MOST_OF_BOOK * total and markers >= MARKERS_NEEDED:
             return False
@@ -79,7 +91,7 @@ def toc_is_usable(titled: list[tuple[str, Span]]) -> bool:
 def split_without_toc(titled: list[tuple[str, Span]], doc_titles: dict[str, str]) -> list[tuple[str, Span]]:
     """The chapters, cut where the text says chapters start (see the module docstring).
     `doc_titles`: spine file → its first heading or <title>, for a cut at a spine file."""
-    blocks = [b for _, span in titled for b in span.blocks]
+    blocks = [b for _, span in titled if not is_notes(span) for b in span.blocks]
     if sum(map(is_chapter_marker, blocks)) >= MARKERS_NEEDED:
         starts = _marker_starts
     elif any(b.heading for b in blocks):
@@ -89,6 +101,9 @@ def split_without_toc(titled: list[tuple[str, Span]], doc_titles: dict[str, str]
         starts = _file_starts(doc_titles)
     result: list[tuple[str, Span]] = []
     for title, span in titled:
+        if is_notes(span):
+            result.append((title, span))
+            continue
         for piece_title, piece in _cut(title, span, starts(span.blocks, title)):
             result.extend(_cut(piece_title, piece, _length_starts(piece.blocks, piece_title)))
     return result
