@@ -48,9 +48,10 @@ def test_each_format_is_read_with_its_chapters_and_text(books, kind, tmp_path):
     expected = chapters()
     if kind == "txt":  # plain text has no metadata: calibre names the book after its file
         assert (book.title, book.authors) == ("moby-dick", ["Unknown"])
-        assert book.chapters[0].title == "moby-dick"  # the title block before CHAPTER 1, read as such
-        assert _words(" ".join(book.chapters[0].paragraphs)) == f"{TITLE} By {AUTHOR}"
-        read = book.chapters[1:]
+        # the title block before CHAPTER 1 is its title page ("Moby-Dick" / "By Herman Melville")
+        assert [(s.title, s.reason, s.chars) for s in book.skipped] == [
+            ("Start", "cover (guide)", 0), (TITLE, "title page (text)", len(f"{TITLE}By {AUTHOR}"))]
+        read = book.chapters
         headings = [h.replace("Chapter", "CHAPTER", 1) for h in HEADINGS]
     else:
         assert (book.title, book.authors, book.language) == (TITLE, [AUTHOR], "en")
