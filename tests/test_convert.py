@@ -186,6 +186,33 @@ def test_list_chapters_prints_titles_and_skips(tmp_path):
 
 
 
+def test_list_chapters_preview_shows_the_first_words_of_each_chapter_and_skipped_part(tmp_path):
+    run = epub2audio(SAMPLE, "--list-chapters", "--preview")
+    assert run.code == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[2:9] == [
+        lines[2], "      “A famished Fox saw some clusters of ripe black grapes hanging from …”",
+        lines[4], "      “A Hare one day ridiculed the short feet and slow pace of …”",
+        lines[6], "      “The North Wind and the Sun disputed as to which was the …”", lines[8]]
+    assert lines[9:] == [
+        SAMPLE_SKIP_SUMMARY, "Skipped:", "  - Cover: non-linear spine item, 0 characters",
+        "  - Three Fables of Aesop: title page (epub:type), 56 characters",
+        "      “Three Fables of Aesop Translated by George Fyler Townsend”",
+        "  - Copyright: copyright page (epub:type), 133 characters",
+        "      “Copyright The text is in the public domain. This edition was made …”"]
+    listing = json.loads(epub2audio(SAMPLE, "--list-chapters", "--preview", "--progress", "json").stdout)
+    assert [c["preview"] for c in listing["chapters"]][0] == "A famished Fox saw some clusters of ripe black grapes hanging from …"
+    assert [s["preview"] for s in listing["skipped"]] == [
+        "", "Three Fables of Aesop Translated by George Fyler Townsend",
+        "Copyright The text is in the public domain. This edition was made …"]
+    # Without --preview the listing is as before; --preview converts nothing.
+    assert "preview" not in json.loads(epub2audio(SAMPLE, "--list-chapters", "--progress", "json").stdout)["chapters"][0]
+    run = epub2audio(SAMPLE, "--preview", "-o", tmp_path / "a.m4b")
+    assert (run.code, run.stderr) == (2, "epub2audio: error: --preview goes with --list-chapters (it shows what will "
+                                         "be read, and converts nothing)\n")
+    assert not (tmp_path / "a.m4b").exists()
+
+
 def test_keep_front_matter_reads_the_title_and_copyright_pages_as_their_own_chapters(tmp_path):
     def listing(*args, book=SAMPLE):
         run = epub2audio(book, "--list-chapters", "--progress", "json", *args)

@@ -19,6 +19,7 @@ pytest.importorskip("starlette", reason="the web extra is not installed (pip ins
 from starlette.testclient import TestClient  # noqa: E402
 
 from epub2audio import render, watch  # noqa: E402
+from epub2audio.book import listing  # noqa: E402
 from epub2audio.book.epub import load_book  # noqa: E402
 from epub2audio.errors import InputError  # noqa: E402
 from epub2audio.render import ConvertOptions, ConvertResult  # noqa: E402
@@ -238,6 +239,10 @@ def test_the_plan_is_the_books_chapters_and_skips(page):
     assert [c["characters"] for c in plan["chapters"]] == [c.char_count for c in expected.chapters]
     assert [(s["title"], s["reason"]) for s in plan["skipped"]] == [(s.title, s.reason) for s in expected.skipped]
     assert plan["skipping"]["summary"].startswith("Skipping ")
+    # what --list-chapters --preview shows: each chapter's first words after its title, each skipped part's
+    assert [c["preview"] for c in plan["chapters"]] == [listing.chapter_preview(c) for c in expected.chapters]
+    assert [s["preview"] for s in plan["skipped"]] == [s.preview for s in expected.skipped]
+    assert all(c["preview"] for c in plan["chapters"])
 
 
 def _done(page, name: str, written: str) -> str:

@@ -33,6 +33,8 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=Path, help="the audiobook to write (default: next to the book, "
                                                      "BOOK.m4b or the --format's suffix)")
     p.add_argument("--list-chapters", action="store_true", help="show the chapters and what is skipped, then stop")
+    p.add_argument("--preview", action="store_true",
+                   help="with --list-chapters: the first words of each chapter and of each skipped part")
     p.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1-3,7 (numbers from --list-chapters)")
     p.add_argument("--voice", help="auto (default: an installed voice that speaks the book's language; joe for "
                                    "English), joe, kokoro:NAME, piper:NAME, cosyvoice3:NAME, qwen3:SPEAKER "
@@ -329,7 +331,8 @@ def parse_chapter_list(spec: str) -> list[int]:
     return chosen
 
 
-def chapter_table(book) -> str:
+def chapter_table(book, preview: bool = False) -> str:
+    from .book.listing import chapter_preview
     from .book.skips import summary
 
     lines = [f"{book.title} — {', '.join(book.authors) or 'unknown author'}" + (f" [{book.language}]" if book.language else "")]
@@ -340,24 +343,29 @@ def chapter_table(book) -> str:
         title = chapter.title if len(chapter.title) <= width else chapter.title[: width - 1] + "…"
         lines.append(f"{i:>4}  {title:<{width}}  {chapter.char_count:>10,}  "
                      f"{format_duration(chapter.char_count / CHARS_PER_SECOND):>9}")
+        if preview:
+            lines.append(f"      “{chapter_preview(chapter)}”")
     total = sum(c.char_count for c in book.chapters)
     lines.append(f"Total: {len(book.chapters)} chapters, {total:,} characters, "
                  f"about {format_duration(total / CHARS_PER_SECOND)} with the embedded voice")
     lines.append(summary(book))
     if book.skipped:
         lines.append("Skipped:")
-        lines.extend(f"  - {s.title}: {s.reason}, {s.chars:,} characters" for s in book.skipped)
+        for s in book.skipped:
+            lines.append(f"  - {s.title}: {s.reason}, {s.chars:,} characters")
+            if preview and s.preview:
+                lines.append(f"      “{s.preview}”")
     if book.warnings:
         lines.append("Warnings:")
         lines.extend(f"  - {w}" for w in book.warnings)
     return "\n".join(lines)
 
 
-def chapter_listing(book) -> dict:
+def chapter_listing(book, preview: bool = False) -> dict:
     """The same facts as chapter_table, for programs (`--list-chapters --progress json`)."""
     from .book.listing import listing
 
-    return listing(book)
+    return listing(book, preview)
 
 
 def _read_metadata(path: Path | None) -> dict:
@@ -410,10 +418,12 @@ def run_convert(args: argparse.Namespace) -> int:
 
         voices = _passage_voices_line(args, book)  # --voice auto: the other voices that would read passages
         if args.progress == "json":
-            print(json_line({**chapter_listing(book), **({"voices": voices} if voices else {})}))
+            print(json_line({**chapter_listing(book, args.preview), **({"voices": voices} if voices else {})}))
         else:
-            print(chapter_table(book) + (f"\n{voices}" if voices else ""))
+            print(chapter_table(book, args.preview) + (f"\n{voices}" if voices else ""))
         return EXIT_OK
+    if args.preview:
+        raise InputError("--preview goes with --list-chapters (it shows what will be read, and converts nothing)")
     if not args.book.is_file():
         raise InputError(f"{args.book}: no such file")
     suffix = args.output.suffix.lower().lstrip(".") if args.output else ""

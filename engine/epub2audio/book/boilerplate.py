@@ -61,7 +61,7 @@ def drop_repeated(stream: list, skipped: list[Skipped]) -> list:
             skipped.append(Skipped(
                 text if len(text) <= 60 else text[:59] + "…",
                 f"repeated text ({len(indices)} times, in {count} of {len(text_files)} files)",
-                chars=sum(len(stream[i].text) for i in indices), evidence="repetition"))
+                chars=sum(len(stream[i].text) for i in indices), evidence="repetition", preview=text))
     if not drop:
         return stream
     return [item for i, item in enumerate(stream) if i not in drop]

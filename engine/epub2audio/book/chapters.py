@@ -221,12 +221,14 @@ class Cutter:
                 start = following
             chars = sum(len(it.text) for it in stream[:start + 1] if isinstance(it, Block))
             stream = [it for i, it in enumerate(stream) if i > start or not isinstance(it, Block)]
-            self.skipped.append(Skipped("Project Gutenberg header", "Project Gutenberg boilerplate", chars))
+            self.skipped.append(Skipped("Project Gutenberg header", "Project Gutenberg boilerplate", chars,
+                                        preview=skips.preview(it.text for it in stream[:start + 1] if isinstance(it, Block))))
         end = next((i for i, it in enumerate(stream) if isinstance(it, Block) and PG_END.match(it.text)), None)
         if end is not None:
             chars = sum(len(it.text) for it in stream[end:] if isinstance(it, Block))
+            shown = skips.preview(it.text for it in stream[end:] if isinstance(it, Block))
             stream = [it for i, it in enumerate(stream) if i < end or not isinstance(it, Block)]
-            self.skipped.append(Skipped("Project Gutenberg footer", "Project Gutenberg boilerplate", chars))
+            self.skipped.append(Skipped("Project Gutenberg footer", "Project Gutenberg boilerplate", chars, preview=shown))
         return stream
 
     def spans(self, stream: list, linked: list[TocEntry]) -> list[Span]:
@@ -319,7 +321,8 @@ class Cutter:
             return
         opening.blocks.remove(note)
         title = note.text if len(note.text) <= 60 else note.text[:59].rstrip() + "…"
-        opening.dropped.append(Skipped(title, "transcriber's note (text)", len(note.text), "guess"))
+        opening.dropped.append(Skipped(title, "transcriber's note (text)", len(note.text), "guess",
+                                       preview=skips.preview([note.text])))
 
     def _bound_guesses(self, spans: list[Span]):
         """Read what a guess would skip past its bounds (book/skips.py): a part larger than a page
@@ -475,7 +478,8 @@ class Cutter:
         if skips.over_budget(guessed, total):
             return titled
         label = next((b.text for b in first.blocks if b.heading), lines[0])
-        self.skipped.append(Skipped(label if len(label) <= 60 else label[:59].rstrip() + "…", reason, chars, "guess"))
+        self.skipped.append(Skipped(label if len(label) <= 60 else label[:59].rstrip() + "…", reason, chars, "guess",
+                                    preview=skips.preview(lines)))
         return titled[1:]
 
     def _names_author(self, span: Span) -> bool:
@@ -522,9 +526,12 @@ class Cutter:
                 add_sources(span, carried_sources)
                 carried, carried_sources = [], []
             if self._skips(span.skip):
+                shown = skips.preview(b.text for b in span.blocks)
                 if span.record is None:  # a file skipped whole was reported where it starts
                     self.skipped.append(Skipped(span_title(span, self.title), span.skip, span.unread_chars,
-                                                span.evidence))
+                                                span.evidence, preview=shown))
+                else:
+                    span.record.preview = shown
                 if span.skip.startswith(TITLE_PAGES):
                     # the book's title and imprint are packaging; its epigraph is part of the work
                     carried += [b for b in span.blocks if b.inscription]

@@ -291,8 +291,9 @@ class _Loader:
                 continue
             name = item.get_name()
             if name == nav_name:
-                self.skipped.append(Skipped(self._doc_label(item), "table of contents (nav document)",
-                                            _text_chars(self.nav_root)))
+                chars, shown = _unread_text(self.nav_root)
+                self.skipped.append(Skipped(self._doc_label(item), "table of contents (nav document)", chars,
+                                            preview=shown))
             elif str(linear).lower() == "no":
                 self.nonlinear_docs.append(name)
                 nonlinear.setdefault(name, item)
@@ -301,8 +302,8 @@ class _Loader:
         placed = self._place_by_toc(names, set(nonlinear))
         for name, item in nonlinear.items():
             if name not in placed:
-                self.skipped.append(Skipped(self._doc_label(item), "non-linear spine item",
-                                            _text_chars(parse_xhtml(_raw(item)))))
+                chars, shown = _unread_text(parse_xhtml(_raw(item)))
+                self.skipped.append(Skipped(self._doc_label(item), "non-linear spine item", chars, preview=shown))
         return names
 
     def _place_by_toc(self, names: list[str], nonlinear: set[str]) -> set[str]:
@@ -387,9 +388,11 @@ class _Loader:
         return stream
 
 
-def _text_chars(root) -> int:
-    """Characters of the text a file would be read as (for the skip report of a file not read)."""
-    return sum(len(it.text) for it in read_blocks(root) if isinstance(it, Block)) if root is not None else 0
+def _unread_text(root) -> tuple[int, str]:
+    """The characters of the text a file would be read as, and its first words (for the skip
+    report of a file not read)."""
+    texts = [it.text for it in read_blocks(root) if isinstance(it, Block)] if root is not None else []
+    return sum(map(len, texts)), skips.preview(texts)
 
 
 def _unread_warning(name: str, kind: str, count: int) -> str:

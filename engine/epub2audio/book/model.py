@@ -50,6 +50,8 @@ class Skipped:
     # non-linear spine item, Project Gutenberg's START/END markers), "guess" (text, a title or
     # label, a file name), "repetition" (lines repeated across files) or "empty" (no text at all).
     evidence: str = "structure"
+    # Its first words, for --list-chapters --preview (not part of what the skip is).
+    preview: str = field(default="", compare=False)
 
 
 @dataclass

@@ -33,6 +33,20 @@ EMPTY = ("no text", "cover image page")
 LINE_CHECKED = ("errata lines", "its lines and contents lines")
 
 
+# --list-chapters --preview: this many words of each chapter and skipped part.
+PREVIEW_WORDS = 12
+
+
+def preview(texts) -> str:
+    """The first PREVIEW_WORDS words of some paragraphs, "…" where they go on."""
+    words: list[str] = []
+    for text in texts:
+        words += text.split()
+        if len(words) > PREVIEW_WORDS:
+            return " ".join(words[:PREVIEW_WORDS]) + " …"
+    return " ".join(words)
+
+
 def _detail(reason: str) -> str:
     return reason[reason.rfind("(") + 1:].rstrip(")") if reason.endswith(")") else reason
 

@@ -224,7 +224,7 @@ class Door:
             reading = reading_for(book.source, self.options)
             read = load_book(book.source, notes=reading.notes, keep_front_matter=reading.keep_front_matter,
                              image_alt=reading.image_alt)
-            self.plans[sha256] = listing(read)
+            self.plans[sha256] = listing(read, preview=True)
         return self.plans[sha256]
 
 

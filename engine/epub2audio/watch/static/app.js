@@ -139,7 +139,8 @@ async function openDetails(id) {
   const response = await fetch(`/api/books/${id}/plan`);
   const plan = await response.json();
   if (!response.ok) { $("plan").replaceChildren(el("p", { class: "error" }, plan.error)); return; }
-  const rows = plan.chapters.map((c) => el("tr", {}, el("td", {}, String(c.number)), el("td", {}, c.title),
+  const rows = plan.chapters.map((c) => el("tr", {}, el("td", {}, String(c.number)),
+    el("td", {}, c.title, ...(c.preview ? [el("div", { class: "muted preview" }, `“${c.preview}”`)] : [])),
     el("td", {}, c.characters.toLocaleString()), el("td", {}, clock(c.estimated_seconds))));
   const parts = [el("p", {}, `${plan.title} — ${(plan.authors || []).join(", ") || "unknown author"}`
                           + (plan.language ? ` [${plan.language}]` : "")),
@@ -148,7 +149,8 @@ async function openDetails(id) {
   if (plan.skipping && plan.skipping.summary) parts.push(el("p", { class: "muted" }, plan.skipping.summary));
   if (plan.skipped.length) {
     parts.push(el("h3", {}, "Skipped"), el("ul", { id: "skipped" }, ...plan.skipped.map((s) =>
-      el("li", {}, `${s.title}: ${s.reason}, ${s.characters.toLocaleString()} characters`))));
+      el("li", {}, `${s.title}: ${s.reason}, ${s.characters.toLocaleString()} characters`,
+        ...(s.preview ? [el("div", { class: "muted preview" }, `“${s.preview}”`)] : [])))));
   }
   if (plan.warnings.length) {
     parts.push(el("h3", {}, "Warnings"), el("ul", {}, ...plan.warnings.map((w) => el("li", { class: "error" }, w))));
