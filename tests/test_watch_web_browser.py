@@ -121,6 +121,8 @@ def test_drop_a_book_wait_until_done_play_it_and_try_a_voice(browser, watcher_fa
     page.wait_for_selector("#chapters tbody tr")
     titles = page.locator("#chapters tbody tr td:nth-child(2)").all_inner_texts()
     assert titles[:2] == ["A", "B"] and len(titles) == 26
+    begins = page.locator("#chapters tbody tr td:nth-child(5)").all_inner_texts()  # --preview's first words
+    assert begins[0].startswith("“Aft Towards the stern of a ship.") and all(b.startswith("“") for b in begins)
     assert "title page" in page.locator("#skipped").inner_text()
     page.wait_for_function("document.getElementById('audio').readyState >= 1", timeout=WAIT_MS)
     duration = page.evaluate("document.getElementById('audio').duration")

@@ -139,13 +139,13 @@ async function openDetails(id) {
   const response = await fetch(`/api/books/${id}/plan`);
   const plan = await response.json();
   if (!response.ok) { $("plan").replaceChildren(el("p", { class: "error" }, plan.error)); return; }
-  const rows = plan.chapters.map((c) => el("tr", {}, el("td", {}, String(c.number)),
-    el("td", {}, c.title, ...(c.preview ? [el("div", { class: "muted preview" }, `“${c.preview}”`)] : [])),
-    el("td", {}, c.characters.toLocaleString()), el("td", {}, clock(c.estimated_seconds))));
+  const rows = plan.chapters.map((c) => el("tr", {}, el("td", {}, String(c.number)), el("td", {}, c.title),
+    el("td", {}, c.characters.toLocaleString()), el("td", {}, clock(c.estimated_seconds)),
+    el("td", { class: "muted preview" }, c.preview ? `“${c.preview}”` : "")));
   const parts = [el("p", {}, `${plan.title} — ${(plan.authors || []).join(", ") || "unknown author"}`
                           + (plan.language ? ` [${plan.language}]` : "")),
     el("table", { id: "chapters" }, el("thead", {}, el("tr", {}, el("th", {}, "#"), el("th", {}, "Chapter"),
-      el("th", {}, "Characters"), el("th", {}, "About"))), el("tbody", {}, ...rows))];
+      el("th", {}, "Characters"), el("th", {}, "About"), el("th", {}, "Begins"))), el("tbody", {}, ...rows))];
   if (plan.skipping && plan.skipping.summary) parts.push(el("p", { class: "muted" }, plan.skipping.summary));
   if (plan.skipped.length) {
     parts.push(el("h3", {}, "Skipped"), el("ul", { id: "skipped" }, ...plan.skipped.map((s) =>
