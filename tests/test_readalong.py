@@ -149,6 +149,17 @@ def aesop(tmp_path_factory):
     return folder, out, work
 
 
+def test_the_read_along_book_is_the_same_beside_an_mp3(aesop, tmp_path):
+    """Its audio is its own AAC, encoded from the store with the audiobook's gain: what the
+    audiobook is encoded to does not change a byte of it (so the corpus sweep writes MP3, the
+    cheapest to encode, beside it)."""
+    folder, _, work = aesop
+    run = epub2audio(SAMPLE, "-o", tmp_path / "aesop.mp3", "--voice", "tone", "--no-verify", "--progress", "none",
+                     "--work-dir", work, "--readalong")
+    assert run.code == 0, run.stderr
+    assert (tmp_path / "aesop.readalong.epub").read_bytes() == (folder / "aesop.readalong.epub").read_bytes()
+
+
 @needs_epubcheck
 def test_sample_book_read_along_has_no_epubcheck_errors(aesop):
     folder, _, _ = aesop
