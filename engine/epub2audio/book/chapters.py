@@ -320,7 +320,7 @@ class Cutter:
         if skips.over_budget(guessed + len(note.text), total):
             return
         opening.blocks.remove(note)
-        title = note.text if len(note.text) <= 60 else note.text[:59].rstrip() + "…"
+        title = skips.short_title(note.text)
         opening.dropped.append(Skipped(title, "transcriber's note (text)", len(note.text), "guess",
                                        preview=skips.preview([note.text])))
 
@@ -438,8 +438,7 @@ class Cutter:
             text = block.text
             if PLACEHOLDER.match(text):
                 continue
-            if (names_book(text, self.title) or (BYLINE.match(text) and set(fold(text).split()) & self.surnames)
-                    or (fold(text) in self.author_lines and span.has_body)):
+            if names_book(text, self.title) or self._author_line(text, alone=span.has_body):
                 # (an entry that is the author's name alone is a line of the title page before
                 # it, which _title_page_lines names so)
                 named = True
@@ -478,14 +477,18 @@ class Cutter:
         if skips.over_budget(guessed, total):
             return titled
         label = next((b.text for b in first.blocks if b.heading), lines[0])
-        self.skipped.append(Skipped(label if len(label) <= 60 else label[:59].rstrip() + "…", reason, chars, "guess",
+        self.skipped.append(Skipped(skips.short_title(label), reason, chars, "guess",
                                     preview=skips.preview(lines)))
         return titled[1:]
 
     def _names_author(self, span: Span) -> bool:
         """Whether a line of the span is a byline naming the book's author, or the name alone."""
-        return any((BYLINE.match(b.text) and set(fold(b.text).split()) & self.surnames) or fold(b.text) in self.author_lines
-                   for b in span.blocks)
+        return any(self._author_line(b.text) for b in span.blocks)
+
+    def _author_line(self, text: str, alone: bool = True) -> bool:
+        """A byline naming the book's author ("BY LEWIS CARROLL"), or (where `alone`) the name alone."""
+        return bool((BYLINE.match(text) and set(fold(text).split()) & self.surnames)
+                    or (alone and fold(text) in self.author_lines))
 
     def _contents_line(self, text: str) -> bool:
         """A line of a contents list: its words, but for numbers, all in one TOC label."""

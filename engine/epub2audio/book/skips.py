@@ -47,6 +47,11 @@ def preview(texts) -> str:
     return " ".join(words)
 
 
+def short_title(text: str, limit: int = 60) -> str:
+    """A skipped part named by its own text: at most `limit` characters, "…" where it is cut."""
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
 def _detail(reason: str) -> str:
     return reason[reason.rfind("(") + 1:].rstrip(")") if reason.endswith(")") else reason
 
