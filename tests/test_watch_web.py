@@ -373,3 +373,23 @@ def test_the_watch_command_prints_the_token_once_and_never_logs_it(tmp_path, mon
     assert line.startswith("epub2audio watch: the web page is at http://0.0.0.0:") and len(token) >= 32
     log = (out_dir / watch.LOG_NAME).read_text(encoding="utf-8")
     assert " web        http://0.0.0.0:" in log and "(token needed)" in log and token not in log
+
+
+def test_the_printed_address_takes_connections_before_the_server_thread_runs(page):
+    """The address is printed when the socket listens, not when uvicorn's thread gets round to it:
+    on a busy machine that thread starts late, and a browser sent to the address in the gap was
+    refused (CI saw ERR_CONNECTION_REFUSED). A connection made now waits in the backlog."""
+    import socket
+
+    from epub2audio.watch.web import WebServer
+
+    class Log:
+        def say(self, *args):
+            pass
+
+    server = WebServer(WebSettings("127.0.0.1", 0, None, 1 << 20), page.door, Log())  # never started
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5):
+            pass
+    finally:
+        server.socket.close()

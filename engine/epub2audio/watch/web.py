@@ -508,6 +508,9 @@ class WebServer:
         except OSError as error:
             self.socket.close()
             raise InputError(f"--web: cannot listen on {settings.host}:{settings.port} ({error.strerror})") from None
+        # Listen now, before the address is printed: uvicorn's thread may start seconds later on a busy
+        # machine, and a connection in that gap would be refused rather than wait in the backlog.
+        self.socket.listen(128)
         self.port = self.socket.getsockname()[1]
         self.app = create_app(door, settings)
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, timeout_graceful_shutdown=2,
