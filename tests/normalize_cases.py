@@ -148,6 +148,9 @@ ROMAN = [
     ("I think I can.", "I think I can."),
     ("Then I ran.", "Then I ran."),
     ("Malcolm X spoke.", "Malcolm X spoke."),
+    ("Governor George M. Troup", "Governor George M. Troup"),
+    ("Henry C. Lodge", "Henry C. Lodge"),
+    ("Charles V. abdicated.", "Charles the Fifth abdicated."),
     ("Vitamin C", "Vitamin C"),
     ("MIX", "MIX"),
 ]

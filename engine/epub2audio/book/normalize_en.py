@@ -409,6 +409,9 @@ class _Hit:
 
 # Names not known as rulers take only II, III, IV, VI … XXXIX ("Rocky II"; not "Malcolm X").
 _OTHER_NUMERAL = _c(r"X{0,3}(?:IX|IV|VI{0,3}|I{2,3})|X{1,3}(?:IX|IV|VI{0,3}|I{1,3})?")
+_STOP_MID_SENTENCE = _c(r"\.(?=\s+[a-z])")
+
+
 def _numeral(m) -> tuple[int, int, str] | None:
     num = m["num"]
     if not _IS_ROMAN.fullmatch(num):
@@ -425,7 +428,10 @@ def _numeral(m) -> tuple[int, int, str] | None:
         if num.isupper() and _NAME.fullmatch(word) and not _INITIALS_NEXT.match(m.string, m.end("num")):
             hit = _Hit(m, word, start, m.end("num"))
             said = _regnal(hit)
-            return None if said == hit[0] else (start, m.end("num"), said)
+            end = m.end("num")
+            if said != hit[0] and _STOP_MID_SENTENCE.match(m.string, end):
+                end += 1  # "Charles V. abdicated": the old style's stop after a numeral ends no sentence
+            return None if said == hit[0] else (start, end, said)
     if (len(num) >= 2 and num.isupper() and set(num) <= set("IVXL") and _LABEL_NEXT.match(m.string, m.end("num"))
             and (not before.strip() and m.start() == len(before) or before.rstrip().endswith((".", "!", "?", ":")))):
         return m.start(), m.end("num"), _cap(cardinal(roman_value(num)))  # "… Porpoise. II. The Algerine"
@@ -511,6 +517,8 @@ def _chained(more: str) -> str:
 
 
 def _regnal(m) -> str:
+    if not set(m["num"]) <= set("IVX"):  # "George M. Troup": L, C, D and M after a name are initials
+        return m[0]
     return _regnal_reading(m) if m["name"] in _REGNAL_SET else _other_name(m)
 
 
