@@ -1,34 +1,33 @@
-"""Every installed voice on the same windows of English corpus prose: WER, RTF, and the whole
-pipeline against the raw voice.
+"""Every installed English voice side by side on the same windows of four kinds of corpus book, in
+one run: speed, Whisper WER, DistillMOS, audio length and peak memory, and the default voice the
+measured rule picks.
 
-    nice .venv/bin/python bench/voices.py [--windows 20] [--voices joe,kokoro:jm_kumo] [--book moby-dick-epub3.epub]
+    nice .venv/bin/python bench/voices.py [--per-book 10] [--voices joe,hibari,kokoro:af_heart]
 
-The windows are bench/kokoro.py's (three consecutive segments each, from the first prose chapters
-of the book that have them, as the engine segments them; the text as the book has it). Each voice
-reads them twice:
-- raw: the voice's synthesize() called directly on each window's text, one onnxruntime thread, in
-  this process (registry.load_voice, as a worker loads it), model load and a warm-up left out;
-- pipeline: the `epub2audio` command on an EPUB holding one chapter per window (normalisation,
-  segmentation, the worker process, the store, levels, AAC and M4B assembly), from a cold job,
-  `--workers 1 --say-titles no --no-verify`, pinned to one core so the worker runs one thread;
-  its audio is the M4B decoded and cut at its chapter marks.
-Both are transcribed by the [verify] extra's packaged Whisper tiny.en (as `epub2audio verify`
-decodes) and scored against the window's text. RTF is CPU seconds / audio seconds (CPU, not wall:
-the machine is shared); the pipeline's CPU is everything the command and its children used,
-start-up, model load, ffmpeg and the parent included. Limits (issue 21): pipeline WER at most
-+0.5 points over raw, pipeline RTF at most 1.1x raw's.
+The windows: 10 from each of four books (prose, dialogue, verse, non-fiction with numbers), spread
+evenly over each book's chapters, each a run of consecutive segments of 150-450 characters, in the
+text the voice is given (the engine's spoken_chapter: numbers, abbreviations and lexicons already
+normalised, as a worker receives it; written words, not the book's IPA, since not every voice
+takes phonemes). Each voice runs in a fresh process of its own (its peak RSS
+is that process's, the model included), loaded as a worker loads it (registry.load_voice, one
+thread), warmed up once; speed is CPU seconds per audio second of synthesis (CPU, not wall: the
+machine may be shared). The audio is resampled to 16 kHz by ffmpeg and heard by the [verify]
+extra's Whisper tiny.en (as `epub2audio verify` hears) and scored by DistillMOS (distillmos 0.9.1,
+one torch thread), pooled over the windows. Voices that are not measured: the test tone (no
+words), CosyVoice3 and Qwen3-TTS (no real weights on this machine).
 
-Voices: joe and the packaged Kokoro speakers (when the [kokoro] extra is installed). Not measured:
-the test tone (it speaks no words), CosyVoice3 and Qwen3-TTS (no real weights on this machine),
-the user's own Piper and Kokoro voices (none here).
+The default rule (issue 30): among the voices whose pooled WER is no worse than joe's and that read
+a 10-hour book in at most 30 minutes on 2 cores, the one with the best DistillMOS. A 10-hour book
+on 2 cores takes 10 h x speed / 2 workers (the pipeline's own cost is within 1.1x of the raw voice's,
+bench/voice_pipeline.py), so the speed limit is 0.1 CPU s per audio s.
 """
 
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import os
+import platform
 import resource
 import subprocess
 import sys
@@ -40,126 +39,190 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "engine"))
-sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from kokoro import read, to16k, wer, wer16k, windows  # noqa: E402  (bench/kokoro.py)
-from epub_factory import make_epub, xhtml  # noqa: E402  (tests/epub_factory.py)
+CORPUS = ROOT / "tests" / "corpus"
+BOOKS = {  # kind -> book
+    "prose": "moby-dick-epub3.epub",
+    "dialogue": "pride-and-prejudice-pg-licence-in-last-chapter-epub2-ncx.epub",
+    "verse": "leaves-of-grass-poetry-718-toc-se-epub3.epub",
+    "numbers": "georgia-britannica-pls-ssml-epub3.epub",
+}
+WINDOW_CHARS = (150, 450)
+BOOK_HOURS, WALL_LIMIT_MIN, WORKERS = 10, 30, 2
+SPEED_LIMIT = WALL_LIMIT_MIN / 60 * WORKERS / BOOK_HOURS  # CPU s per audio s
 
-from epub2audio.audiobook.ffmpeg import ffmpeg_exe  # noqa: E402
-from epub2audio.audiobook.verify.container import _ffmpeg_chapters  # noqa: E402
 
-WER_LIMIT_POINTS = 0.5
-RTF_LIMIT_RATIO = 1.1
+def windows_of(book_path: Path, count: int) -> list[str]:
+    """`count` windows spread evenly over the book: runs of consecutive segments of the spoken text
+    (headings left out) between WINDOW_CHARS[0] and WINDOW_CHARS[1] characters."""
+    from epub2audio.book.epub import load_book
+    from epub2audio.book.segment import segment_chapter
+    from epub2audio.render import spoken_chapter
+
+    book = load_book(book_path)
+    candidates = []
+    for i, chapter in enumerate(book.chapters):
+        spoken = spoken_chapter(book, chapter, say_titles=False, phonemes=False)
+        run: list[str] = []
+        for seg in segment_chapter(i, spoken):
+            if len(seg.text) > WINDOW_CHARS[1]:
+                run = []
+                continue
+            run.append(seg.text)
+            text = " ".join(run)
+            if len(text) >= WINDOW_CHARS[0]:
+                if len(text) <= WINDOW_CHARS[1]:
+                    candidates.append(text)
+                run = []
+    if len(candidates) <= count:
+        return candidates
+    step = len(candidates) / count
+    return [candidates[int(step * k + step / 2)] for k in range(count)]
 
 
-def installed_voices() -> list[str]:
+def english_voices() -> list[str]:
     from epub2audio.voices import catalog
 
-    voices = ["joe"]
-    if catalog.kokoro_installed():
-        voices += [f"kokoro:{style}" for style in catalog.KOKORO_STYLES]
-    return voices
+    return [row.name for row in catalog.listing()
+            if "en" in row.languages and row.family in ("Piper", "Kokoro", "hibari")]
 
 
-def raw(name: str, texts: list[str]) -> dict:
+def synthesize_child(name: str, texts_path: Path, out_dir: Path) -> None:
+    """In a process of its own: read every window, write each as 16 kHz float32 .npy, and the CPU
+    seconds, audio seconds and peak RSS as result.json."""
+    from epub2audio.audiobook.ffmpeg import ffmpeg_exe
     from epub2audio.voices import catalog
     from epub2audio.voices.registry import load_voice
 
+    texts = json.loads(texts_path.read_text(encoding="utf-8"))
     choice = catalog.resolve(name, config={})
+    started = time.process_time()
     voice = load_voice(choice.name, threads=1, options=choice.options)
-    audio, cpu = read(voice, texts)
+    load_cpu = time.process_time() - started
     rate = voice.info.sample_rate
-    seconds = sum(len(p) for p in audio) / 2 / rate
-    heard: list[str] = []
-    return {"cpu": cpu, "seconds": seconds, "wer": wer(texts, audio, rate, heard), "heard": heard}
+    voice.synthesize("A short warm-up sentence.", 1)
+    cpu = samples = 0
+    for i, text in enumerate(texts):
+        started = time.process_time()
+        pcm = voice.synthesize(text, 1)
+        cpu += time.process_time() - started
+        samples += len(pcm) // 2
+        cmd = [ffmpeg_exe(), "-v", "error", "-f", "s16le", "-ar", str(rate), "-ac", "1", "-i", "-",
+               "-ar", "16000", "-f", "f32le", "-"]
+        audio16k = np.frombuffer(subprocess.run(cmd, input=pcm, capture_output=True, check=True).stdout, "<f4")
+        np.save(out_dir / f"{i:03d}.npy", audio16k)
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec, so a child of the bench (which holds
+    # Whisper and DistillMOS) would report the bench's own size.
+    status = Path("/proc/self/status")
+    peak_kib = (int(next(line.split()[1] for line in status.read_text().splitlines() if line.startswith("VmHWM:")))
+                if status.exists() else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // (1024 if sys.platform == "darwin" else 1))
+    (out_dir / "result.json").write_text(json.dumps(
+        {"cpu": cpu, "seconds": samples / rate, "load_cpu": load_cpu, "peak_mib": peak_kib / 1024}))
 
 
-def windows_book(folder: Path, texts: list[str]) -> Path:
-    docs = {f"w{i + 1:02d}.xhtml": xhtml(f"<p>{html.escape(text, quote=False)}</p>", f"Window {i + 1}")
-            for i, text in enumerate(texts)}
-    return make_epub(folder, docs, nav=[(f"Window {i + 1}", name) for i, name in enumerate(docs)],
-                     title="Voice bench windows", name="windows.epub")
+class DistillMOS:
+    """distillmos 0.9.1's model, fed 16 kHz arrays (its module imports torchaudio only to load and
+    resample files, which we do with ffmpeg)."""
+
+    def __init__(self):
+        import contextlib
+        import io
+        import types
+
+        import torch
+
+        torch.set_num_threads(1)
+        try:
+            import torchaudio  # noqa: F401
+        except ImportError:
+            sys.modules["torchaudio"] = types.ModuleType("torchaudio")
+        from distillmos.sqa import ConvTransformerSQAModel
+
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.model = ConvTransformerSQAModel().eval()
+        self.torch = torch
+
+    def score(self, audio16k: np.ndarray) -> float:
+        with self.torch.no_grad():
+            return float(self.model(self.torch.from_numpy(np.ascontiguousarray(audio16k, np.float32))[None])[0])
 
 
-def pipeline(name: str, texts: list[str], folder: Path) -> dict:
-    book = windows_book(folder, texts)
-    out, job = folder / "windows.m4b", folder / "job"
-    core = min(os.sched_getaffinity(0))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "epub2audio.cli", str(book), "-o", str(out), "--work-dir", str(job), "--voice", name,
-         "--workers", "1", "--say-titles", "no", "--no-verify", "--progress", "json"],
-        capture_output=True, text=True, preexec_fn=lambda: os.sched_setaffinity(0, {core}),
-        env={**os.environ, "EPUB2AUDIO_CACHE_DIR": str(folder / "cache")})
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode:
-        raise SystemExit(f"{name}: the pipeline failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    segments = [e for e in events if e["event"] == "segment"]
-    pcm = subprocess.run([ffmpeg_exe(), "-v", "error", "-i", str(out), "-ac", "1", "-ar", "16000", "-f", "f32le", "-"],
-                         capture_output=True, check=True).stdout
-    audio16k = np.frombuffer(pcm, dtype="<f4")
-    marks = _ffmpeg_chapters(out, 16000)
-    if len(marks) != len(texts):
-        raise SystemExit(f"{name}: the M4B has {len(marks)} chapters for {len(texts)} windows")
-    chapters = [audio16k[start:end] for start, end, _title in marks]
-    heard: list[str] = []
-    return {"cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), "wall": wall,
-            "seconds": len(audio16k) / 16000, "wer": wer16k(texts, chapters, heard), "segments": len(segments),
-            "heard": heard}
+def measure(name: str, texts: list[str], mos: DistillMOS) -> dict:
+    from epub2audio.audiobook.verify.speech import transcribe
+    from epub2audio.audiobook.verify.words import edit_distance, normalize_words
+
+    with tempfile.TemporaryDirectory(prefix="voices-bench-") as tmp:
+        folder = Path(tmp)
+        (folder / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
+        proc = subprocess.run([sys.executable, __file__, "--child", name, str(folder / "texts.json"), str(folder)],
+                              capture_output=True, text=True)
+        if proc.returncode:
+            raise SystemExit(f"{name}: {proc.stderr.strip()[-800:]}")
+        result = json.loads((folder / "result.json").read_text())
+        audio = [np.load(folder / f"{i:03d}.npy") for i in range(len(texts))]
+    errors = words = 0
+    per_window = []
+    for text, samples in zip(texts, audio):
+        reference = normalize_words(text)
+        wrong = edit_distance(reference, normalize_words(transcribe(samples)))
+        errors += wrong
+        words += len(reference)
+        per_window.append((wrong, len(reference), mos.score(samples)))
+    result.update(wer=errors / words, mos=float(np.mean([m for *_, m in per_window])),
+                  mos_low=float(np.percentile([m for *_, m in per_window], 10)), windows=per_window)
+    return result
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--windows", type=int, default=20)
-    parser.add_argument("--voices", help="comma-separated names (default: every installed voice)")
-    parser.add_argument("--book", default="moby-dick-epub3.epub")
-    parser.add_argument("--transcripts", action="store_true", help="also print the windows whose transcripts differ")
+    parser.add_argument("--per-book", type=int, default=10, help="windows from each of the four books")
+    parser.add_argument("--voices", help="comma-separated names (default: every installed English voice)")
+    parser.add_argument("--json", type=Path, help="also write every figure here")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("EPUB2AUDIO_DATA_DIR", tempfile.mkdtemp(prefix="voices-bench-"))
+    if args.child:
+        synthesize_child(args.child[0], Path(args.child[1]), Path(args.child[2]))
+        return 0
 
-    texts = windows(ROOT / "tests" / "corpus" / args.book, args.windows)
-    names = args.voices.split(",") if args.voices else installed_voices()
     started = time.monotonic()
-    print(f"{len(texts)} windows of {args.book}, {sum(map(len, texts))} characters; voices {', '.join(names)}; "
-          f"1 onnxruntime thread; load average {os.getloadavg()[0]:.2f} at start")
-    print("not measured: tone (a test tone, no words), CosyVoice3 and Qwen3-TTS (no real weights on this machine)",
+    texts, kinds = [], []
+    for kind, book in BOOKS.items():
+        picked = windows_of(CORPUS / book, args.per_book)
+        texts += picked
+        kinds += [kind] * len(picked)
+    names = args.voices.split(",") if args.voices else english_voices()
+    if "joe" not in names:
+        names.insert(0, "joe")  # the rule compares every voice with joe
+    print(f"{len(texts)} windows ({', '.join(f'{k} {kinds.count(k)}: {BOOKS[k]}' for k in BOOKS)}), "
+          f"{sum(map(len, texts))} characters; {platform.machine()}, {os.cpu_count()} cores, "
+          f"1 thread a voice; load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    mos = DistillMOS()
+    header = (f"{'voice':<20}{'CPU s/audio s':>14}{'10 h book, 2 cores':>20}{'WER':>7}"
+              + "".join(f"{k[:6]:>7}" for k in BOOKS) + f"{'MOS':>6}{'MOS p10':>8}{'audio s':>9}{'peak MiB':>9}")
+    print("\n" + header + "\n" + "WER by kind of book; MOS = mean DistillMOS of the windows, p10 its 10th percentile",
           flush=True)
-    # Each voice's row is printed as soon as it is measured, so a run cut short keeps what it had.
-    print(f"\n{'':<22}{'raw voice':^26}{'whole pipeline':^36}{'pipeline - raw':^22}")
-    print(f"{'voice':<22}{'WER':>7}{'RTF 1 thr':>10}{'audio s':>9}{'WER':>7}{'RTF 1 thr':>10}{'audio s':>9}"
-          f"{'wall s':>8}{'segs':>5}{'WER pts':>9}{'RTF x':>7}{'CPU x':>7}  verdict", flush=True)
     rows = {}
     for name in names:
-        r = raw(name, texts)
-        with tempfile.TemporaryDirectory(prefix="voices-bench-") as tmp:
-            p = pipeline(name, texts, Path(tmp))
-        rows[name] = (r, p)
-        points = 100 * (p["wer"] - r["wer"])
-        raw_rtf, pipe_rtf = r["cpu"] / r["seconds"], p["cpu"] / p["seconds"]
-        ok = points <= WER_LIMIT_POINTS and pipe_rtf / raw_rtf <= RTF_LIMIT_RATIO
-        print(f"{name:<22}{r['wer']:>7.3f}{raw_rtf:>10.3f}{r['seconds']:>9.1f}{p['wer']:>7.3f}{pipe_rtf:>10.3f}"
-              f"{p['seconds']:>9.1f}{p['wall']:>8.0f}{p['segments']:>5}{points:>+9.2f}{pipe_rtf / raw_rtf:>7.2f}"
-              f"{p['cpu'] / r['cpu']:>7.2f}  {'ok' if ok else 'OVER'}  (load average {os.getloadavg()[0]:.1f})",
-              flush=True)
-    print(f"\nlimits: pipeline WER at most +{WER_LIMIT_POINTS} points over raw, pipeline RTF at most "
-          f"{RTF_LIMIT_RATIO}x raw's. RTF = CPU s / audio s; 'CPU x' = pipeline CPU s / raw CPU s for the same "
-          f"text (the pipeline's audio also holds its pauses).")
-    if args.transcripts:
-        from epub2audio.audiobook.verify.words import edit_distance, normalize_words
-
-        for name, (r, p) in rows.items():
-            print(f"\n{name}: windows whose raw and pipeline transcripts differ (errors raw / pipeline)")
-            for i, (text, a, b) in enumerate(zip(texts, r["heard"], p["heard"])):
-                if normalize_words(a) != normalize_words(b):
-                    ref = normalize_words(text)
-                    print(f"  window {i + 1}: {edit_distance(ref, normalize_words(a))} / "
-                          f"{edit_distance(ref, normalize_words(b))} of {len(ref)} words\n"
-                          f"    text    : {text}\n    raw     : {a}\n    pipeline: {b}")
-    print(f"\nwall {time.monotonic() - started:.0f} s; load average {os.getloadavg()[0]:.2f} at end")
+        r = rows[name] = measure(name, texts, mos)
+        speed = r["cpu"] / r["seconds"]
+        by_kind = []
+        for kind in BOOKS:
+            picked = [w for w, k in zip(r["windows"], kinds) if k == kind]
+            by_kind.append(sum(e for e, *_ in picked) / max(1, sum(n for _, n, _ in picked)))
+        r.update(speed=speed, wall_min=BOOK_HOURS * 60 * speed / WORKERS, by_kind=by_kind)
+        print(f"{name:<20}{speed:>14.4f}{r['wall_min']:>16.0f} min{r['wer']:>7.3f}"
+              + "".join(f"{w:>7.3f}" for w in by_kind)
+              + f"{r['mos']:>6.2f}{r['mos_low']:>8.2f}{r['seconds']:>9.1f}{r['peak_mib']:>9.0f}", flush=True)
+    joe = rows["joe"]
+    eligible = [n for n, r in rows.items() if r["wer"] <= joe["wer"] and r["speed"] <= SPEED_LIMIT]
+    best = max(eligible, key=lambda n: rows[n]["mos"])
+    print(f"\nrule: WER <= joe's ({joe['wer']:.3f}) and a {BOOK_HOURS} h book in <= {WALL_LIMIT_MIN} min on "
+          f"{WORKERS} cores (speed <= {SPEED_LIMIT:.3f}); eligible: {', '.join(eligible)}; "
+          f"best DistillMOS: {best} ({rows[best]['mos']:.2f})")
+    print(f"wall {time.monotonic() - started:.0f} s; load average {os.getloadavg()[0]:.2f} at end")
+    if args.json:
+        args.json.write_text(json.dumps({"texts": texts, "kinds": kinds, "rows": rows, "default": best}, indent=1))
     return 0
 
 
