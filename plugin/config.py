@@ -56,15 +56,15 @@ class ConfigWidget(QWidget):
         self.engine_path.setToolTip('The epub2audio program, e.g. ~/.venvs/epub2audio/bin/epub2audio')
         form.addRow('epub2audio &program:', self.engine_path)
 
-        # An editable dropdown of the voices `epub2audio voice list` names here: the default, then
-        # Kokoro (heard best), then the rest; any other name can still be typed.
+        # An editable dropdown of the voices `epub2audio voice list` names here, in its order (the
+        # default English voice first); any other name can still be typed.
         self.voice = QComboBox(self)
         self.voice.setEditable(True)
         self.voice.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
         self.fill_voices(prefs['voice'])
         self.engine_path.edit.editingFinished.connect(lambda: self.fill_voices(self.voice_name()))
-        self.voice.setToolTip('The voice name passed to epub2audio --voice: auto (default), kokoro:jm_kumo '
-                              '(heard best, about 7 times slower than joe), joe, piper:NAME, ... '
+        self.voice.setToolTip('The voice name passed to epub2audio --voice: auto (default: hibari for English), '
+                              'joe, kokoro:af_heart (about 100 times slower than hibari), piper:NAME, ... '
                               '(`epub2audio voice list` shows them; "tone" is a quick test voice)')
         voice_row = QHBoxLayout()
         voice_row.addWidget(self.voice, 1)

@@ -137,8 +137,8 @@ def build_command(engine: str, epub: str, output: str, meta: str | None = None, 
 def try_voice(engine: str, voice: str, wav: str, env: dict | None = None, timeout: float = 300) -> tuple[bool, str]:
     """`epub2audio voice try VOICE -o WAV` (the settings' "Try voice" button): (True, the engine's
     line about the sample) or (False, one line saying why there is none). An empty voice is the
-    engine's default for an English book, joe."""
-    cmd = [engine, "voice", "try", (voice or "").strip() or "joe", "-o", wav]
+    engine's default voice ("default": hibari where it is installed, else joe)."""
+    cmd = [engine, "voice", "try", (voice or "").strip() or "default", "-o", wav]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                               env=sanitized_env() if env is None else env)
@@ -154,7 +154,7 @@ def try_voice(engine: str, voice: str, wav: str, env: dict | None = None, timeou
 
 # What the settings' voice dropdown offers before anything is listed: the default, as the empty
 # string the engine reads as --voice auto.
-AUTO_VOICE = ("auto: the book's language decides (joe for English)", "")
+AUTO_VOICE = ("auto: the book's language decides (hibari for English)", "")
 
 
 def list_voices(engine: str, env: dict | None = None, timeout: float = 60) -> list[str]:
@@ -173,19 +173,16 @@ def list_voices(engine: str, env: dict | None = None, timeout: float = 60) -> li
 
 
 def voice_choices(names: list[str], current: str = "") -> list[tuple[str, str]]:
-    """The voice dropdown's (label, --voice value) rows: the default first, then the Kokoro voices
-    (heard best; issue 21 makes Kokoro the first choice after the default), then every other voice
-    in `voice list`'s order, the test tone last; a saved voice that is not listed (a typed name, or
-    an engine that could not be asked) is kept, after the default, so opening the settings never
-    changes it."""
+    """The voice dropdown's (label, --voice value) rows: auto first, then every voice in `voice
+    list`'s order (the engine's default English voice first, as measured in its docs/voices.md),
+    the test tone last; a saved voice that is not listed (a typed name, or an engine that could
+    not be asked) is kept, after auto, so opening the settings never changes it."""
     names = [n for n in dict.fromkeys(names) if n and n != "auto"]
-    kokoro = [n for n in names if n.startswith("kokoro:")]
-    others = [n for n in names if not n.startswith("kokoro:") and n != "tone"]
     rows = [AUTO_VOICE]
     current = (current or "").strip()
     if current and current != "auto" and current not in names:
         rows.append((current, current))
-    rows += [(n, n) for n in kokoro + others + (["tone"] if "tone" in names else [])]
+    rows += [(n, n) for n in names if n != "tone"] + ([("tone", "tone")] if "tone" in names else [])
     return rows
 
 

@@ -9,7 +9,7 @@ prefs = JSONConfig('plugins/epub2audio')
 # install places (~/.local/bin, ~/.venvs/epub2audio/bin, pipx).
 prefs.defaults['engine_path'] = ''
 # The voice name passed as --voice; empty means the engine's own default (auto: the book's
-# language decides, joe for English).
+# language decides, hibari for English).
 prefs.defaults['voice'] = ''
 # Only these chapters (epub2audio --chapters syntax, e.g. "1-3,7"); empty means the whole book.
 prefs.defaults['chapters'] = ''

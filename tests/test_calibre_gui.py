@@ -270,12 +270,13 @@ print(json.dumps({'menu': menu, 'shown': shown}))
 """
 
 
-def test_config_widget_offers_the_engines_voices_kokoro_first_after_the_default(tmp_path):
+def test_config_widget_offers_the_engines_voices_in_its_order_after_auto(tmp_path):
     calibre = Calibre(tmp_path)
     plugin_zip = build_plugin.build(out=tmp_path / "epub2audio-calibre-plugin.zip")
     calibre.run("calibre-customize", "-a", str(plugin_zip))
     listing = ("NAME                     FAMILY           LANGUAGES   RATE  SPEED          ABOUT\n"
-               "joe                      Piper            en      22050 Hz  not measured   Joe (default)\n"
+               "hibari                   hibari           en      24000 Hz  not measured   Heart (default)\n"
+               "joe                      Piper            en      22050 Hz  not measured   Joe\n"
                "kokoro:jf_alpha          Kokoro           en,ja   24000 Hz  not measured   jf_alpha\n"
                "kokoro:jm_kumo           Kokoro           en,ja   24000 Hz  not measured   jm_kumo\n"
                "piper:fr_FR-siwis-medium Piper (calibre)  fr      22050 Hz  not measured   siwis\n"
@@ -290,10 +291,10 @@ def test_config_widget_offers_the_engines_voices_kokoro_first_after_the_default(
     path = tmp_path / "voice_menu.py"
     path.write_text(VOICE_MENU_SCRIPT, encoding="utf-8")
     out = json.loads(calibre.run("calibre-debug", "-e", str(path)).stdout.strip().splitlines()[-1])
-    assert out["menu"] == [["auto: the book's language decides (joe for English)", ""],
+    assert out["menu"] == [["auto: the book's language decides (hibari for English)", ""],
+                           ["hibari", "hibari"], ["joe", "joe"],
                            ["kokoro:jf_alpha", "kokoro:jf_alpha"], ["kokoro:jm_kumo", "kokoro:jm_kumo"],
-                           ["joe", "joe"], ["piper:fr_FR-siwis-medium", "piper:fr_FR-siwis-medium"],
-                           ["tone", "tone"]]
+                           ["piper:fr_FR-siwis-medium", "piper:fr_FR-siwis-medium"], ["tone", "tone"]]
     assert out["shown"] == ""  # the saved default stays the default
     saved = json.loads((calibre.cfg / "plugins" / "epub2audio.json").read_text(encoding="utf-8"))
     assert saved["voice"] == "kokoro:jm_kumo"

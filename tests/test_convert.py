@@ -46,7 +46,7 @@ def test_sample_book_becomes_a_tagged_m4b_with_chapters(tmp_path):
     assert (tags["title"], tags["album"], tags["artist"], tags["album_artist"]) == (
         "Three Fables of Aesop", "Three Fables of Aesop", "Aesop", "Aesop")
     assert (tags["composer"], tags["genre"], tags["date"], tags["language"]) == (
-        "Joe (Piper en_US medium)", "Audiobook", "1867", "en")
+        "Heart (hibari, a Kokoro-82M af_heart student)", "Audiobook", "1867", "en")  # the default English voice
     mp4 = m4b_probe.mp4(out)
     assert mp4.tags["stik"] == [2]
     with zipfile.ZipFile(SAMPLE) as z:
@@ -61,10 +61,10 @@ def test_sample_book_becomes_a_tagged_m4b_with_chapters(tmp_path):
 
 @pytest.mark.slow
 def test_two_chapters_of_a_corpus_book(tmp_path, corpus):
-    """The default call on a real book: joe reads two chapters and verify runs whole, speech
-    recognition included: the poem's first part and its shortest (3,777 characters, half of the
-    first and third), not contiguous. It takes about half a minute because it is the path every
-    user takes; no cheaper voice or skipped check would test that path."""
+    """The default call on a real book: the default voice (hibari) reads two chapters and verify
+    runs whole, speech recognition included: the poem's first part and its shortest (3,777
+    characters), not contiguous. It is the path every user takes; no cheaper voice or skipped
+    check would test that path."""
     out = tmp_path / "waste-land.m4b"
     run = epub2audio(corpus / "the-waste-land-poetry-notes-epub3.epub", "-o", out, "--chapters", "1,4")
     assert run.code == 0, run.stderr

@@ -198,7 +198,8 @@ def _voice_list_without_a_runtime() -> list[str]:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["NAME", "FAMILY", "LANGUAGES", "RATE", "SPEED", "ABOUT"]
-    assert lines[1].split()[:5] == ["joe", "Piper", "en", "22050", "Hz"]
+    assert [line.split()[:5] for line in lines[1:3]] == [["hibari", "hibari", "en", "24000", "Hz"],
+                                                         ["joe", "Piper", "en", "22050", "Hz"]]
     return lines
 
 

@@ -28,6 +28,9 @@ def homes(tmp_path, monkeypatch):
     monkeypatch.setenv("EPUB2AUDIO_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("EPUB2AUDIO_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("EPUB2AUDIO_CONFIG", str(tmp_path / "config.toml"))
+    # joe reads the English book under --voice auto, so a Piper passage voice (joe's weights under a
+    # French config, at joe's rate) can join it: these tests are about the passages, not the default.
+    (tmp_path / "config.toml").write_text('[preferred_voices]\nen = "joe"\n', encoding="utf-8")
     return tmp_path
 
 

@@ -461,7 +461,7 @@ def test_try_voice_runs_voice_try_and_reports_its_line(tmp_path):
     wav = str(tmp_path / "s.wav")
     ok, message = engine.try_voice(str(fake), "", wav)
     assert (ok, message) == (True, f"Wrote {wav}: 2.0 s of audio in 0.20 s (RTF 0.100 on this machine).")
-    assert Path(wav + ".argv").read_text() == f"voice try joe -o {wav}"
+    assert Path(wav + ".argv").read_text() == f"voice try default -o {wav}"  # the engine's default voice
     engine.try_voice(str(fake), " kokoro:jm_kumo ", wav)
     assert Path(wav + ".argv").read_text() == f"voice try kokoro:jm_kumo -o {wav}"
 
@@ -511,17 +511,17 @@ def test_list_voices_is_empty_when_the_engine_fails_or_is_missing(tmp_path):
     assert engine.list_voices(str(tmp_path / "no-such-engine")) == []
 
 
-def test_voice_dropdown_offers_kokoro_first_after_the_default_and_the_tone_last():
-    names = ["joe", "kokoro:jf_alpha", "kokoro:jm_kumo", "piper:fr_FR-siwis-medium", "tone", "cosyvoice3:anna"]
+def test_voice_dropdown_offers_auto_then_the_engines_order_and_the_tone_last():
+    names = ["hibari", "joe", "tone", "kokoro:jf_alpha", "kokoro:jm_kumo", "piper:fr_FR-siwis-medium", "cosyvoice3:anna"]
     assert engine.voice_choices(names) == [
-        ("auto: the book's language decides (joe for English)", ""),
-        ("kokoro:jf_alpha", "kokoro:jf_alpha"), ("kokoro:jm_kumo", "kokoro:jm_kumo"), ("joe", "joe"),
-        ("piper:fr_FR-siwis-medium", "piper:fr_FR-siwis-medium"), ("cosyvoice3:anna", "cosyvoice3:anna"),
-        ("tone", "tone")]
+        ("auto: the book's language decides (hibari for English)", ""),
+        ("hibari", "hibari"), ("joe", "joe"), ("kokoro:jf_alpha", "kokoro:jf_alpha"),
+        ("kokoro:jm_kumo", "kokoro:jm_kumo"), ("piper:fr_FR-siwis-medium", "piper:fr_FR-siwis-medium"),
+        ("cosyvoice3:anna", "cosyvoice3:anna"), ("tone", "tone")]
 
 
 def test_voice_dropdown_keeps_a_saved_voice_the_engine_did_not_list():
     assert [v for _label, v in engine.voice_choices([], " piper:mine ")] == ["", "piper:mine"]
     assert [v for _label, v in engine.voice_choices(["joe", "tone"], "auto")] == ["", "joe", "tone"]
     assert [v for _label, v in engine.voice_choices(["joe", "kokoro:jm_kumo"], "kokoro:jm_kumo")] == \
-        ["", "kokoro:jm_kumo", "joe"]
+        ["", "joe", "kokoro:jm_kumo"]

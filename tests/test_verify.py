@@ -244,7 +244,8 @@ def converted(tmp_path_factory):
     book = story_epub(folder, THREE_CHAPTERS)
     out, job = folder / "story.m4b", folder / "job"
     env = dict(os.environ, EPUB2AUDIO_CACHE_DIR=str(folder / "cache"))
-    run = epub2audio(book, "-o", out, "--chapters", "1-2", "--work-dir", job, "--progress", "none", env=env)
+    run = epub2audio(book, "-o", out, "--chapters", "1-2", "--work-dir", job, "--voice", "joe", "--progress", "none",
+                     env=env)
     assert run.code == 0, run.stderr
     return out, job, book
 

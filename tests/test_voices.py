@@ -120,9 +120,9 @@ def test_voice_add_piper_list_and_try(homes, tmp_path):
 
 def test_voice_list_puts_the_default_first_and_the_tone_last(homes):
     names = [line.split()[0] for line in epub2audio("voice", "list").stdout.splitlines()[1:]]
-    assert names[0] == "joe" and names[-1] == "tone"
+    assert names[:2] == ["hibari", "joe"] and names[-1] == "tone"
     if catalog.kokoro_installed():
-        assert names[1].startswith("kokoro:")
+        assert names[2].startswith("kokoro:")
 
 
 @pytest.mark.parametrize("files, message", [
@@ -152,12 +152,55 @@ def test_unknown_piper_voice_says_how_to_add_one(homes):
 
 # ---- --voice auto: the book's language decides ---------------------------------------------------
 
-def test_auto_gives_an_english_book_joe_and_a_french_one_the_french_voice(homes, tmp_path, monkeypatch, without_official_packs):
+def test_the_default_english_voice_is_hibari_and_joe_where_hibari_is_missing(homes, monkeypatch):
+    """bench/voices.py's rule chose hibari (docs/voices.md); without hibari-tts, joe."""
+    assert catalog.default_voice() == "hibari"
+    assert catalog.choose_voice("en-GB", {}) == ("hibari", None)
+    assert catalog.choose_voice("", {}) == ("hibari", None)
+    assert catalog.resolve("default", config={}).name == "hibari"
+    assert catalog.resolve("piper", config={}).name == "joe"
+    rows = catalog.listing()
+    assert [r.name for r in rows[:2]] == ["hibari", "joe"] and rows[0].about.endswith("; default)")
+    assert catalog.speakers("en", {})[:2] == ["hibari", "joe"]
+    monkeypatch.setattr(catalog, "hibari_installed", lambda: False)
     assert catalog.choose_voice("en-GB", {}) == ("joe", None)
-    assert catalog.choose_voice("", {}) == ("joe", None)
+    assert catalog.resolve("default", config={}).name == "joe"
+    assert catalog.listing()[0].name == "joe" and catalog.listing()[0].about.endswith("; default)")
+
+
+@pytest.mark.parametrize("reserved", ["hibari", "default", "auto"])
+def test_a_saved_voice_cannot_take_the_name_of_a_voice(homes, tmp_path, reserved):
+    model = french_joe(tmp_path / "models")
+    run = epub2audio("voice", "add", reserved, "--piper", str(model))
+    assert run.code == 2 and not (homes / "data" / "voices" / reserved).exists()
+
+
+def test_a_job_begun_with_joe_is_resumed_with_joe_and_a_new_one_gets_hibari(homes, tmp_path):
+    from epub_factory import make_epub, xhtml
+
+    book = make_epub(tmp_path, {"c1.xhtml": xhtml("<h1>One</h1><p>The fox waited by the river.</p>", "One")},
+                     nav=[("One", "c1.xhtml")], title="Resumed")
+    first = epub2audio(str(book), "-o", str(tmp_path / "a.m4b"), "--voice", "joe", "--no-verify",
+                       "--progress", "json")
+    assert first.code == 0, first.stderr
+    made = (tmp_path / "a.m4b").read_bytes()
+    again = epub2audio(str(book), "-o", str(tmp_path / "a.m4b"), "--no-verify", "--progress", "json")
+    assert again.code == 0, again.stderr
+    assert [e["name"] for e in again.events("voice")] == ["joe"]
+    assert [e["message"] for e in again.events("warning")] == [
+        "resuming with joe, the voice this job began with (--voice hibari to read it anew with hibari)"]
+    assert again.events("plan")[0]["to_render"] == 0 and (tmp_path / "a.m4b").read_bytes() == made
+    fresh = epub2audio(str(book), "-o", str(tmp_path / "b.m4b"), "--no-verify", "--progress", "json")
+    assert fresh.code == 0 and [e["name"] for e in fresh.events("voice")] == ["hibari"]
+    assert not fresh.events("warning")
+
+
+def test_auto_gives_an_english_book_hibari_and_a_french_one_the_french_voice(homes, tmp_path, monkeypatch, without_official_packs):
+    assert catalog.choose_voice("en-GB", {}) == ("hibari", None)
+    assert catalog.choose_voice("", {}) == ("hibari", None)
     name, warning = catalog.choose_voice("fr-FR", {})
-    assert name == "joe"
-    assert warning == ("no installed voice speaks French (fr-FR): reading it with joe (English); for a voice in "
+    assert name == "hibari"
+    assert warning == ("no installed voice speaks French (fr-FR): reading it with hibari (English); for a voice in "
                        "that language, add one with `epub2audio voice add NAME --piper FILE.onnx` "
                        "(a Piper model and its .onnx.json)")
     cache = tmp_path / "calibre-cache"
@@ -167,7 +210,8 @@ def test_auto_gives_an_english_book_joe_and_a_french_one_the_french_voice(homes,
     assert catalog.choose_voice("fr-FR", {}) == ("piper:fr_FR-siwis-medium", None)
     preferred = {"preferred_voices": {"fr": "tom"}}
     assert catalog.choose_voice("fr-FR", preferred) == ("piper:fr_FR-tom-medium", None)
-    assert catalog.choose_voice("en-US", preferred) == ("joe", None)
+    assert catalog.choose_voice("en-US", preferred) == ("hibari", None)
+    assert catalog.choose_voice("en-US", {"preferred_voices": {"en": "joe"}}) == ("joe", None)
     assert catalog.language_warning("fr-FR", "piper:fr_FR-tom-medium") is None
 
 
@@ -178,9 +222,9 @@ def test_auto_gives_a_book_the_official_kokoro_pack_of_its_language(homes, tmp_p
     chosen = {lang: catalog.choose_voice(lang, {}) for lang in ("fr-FR", "es", "zh-CN", "it", "pt-BR", "hi", "en-GB")}
     assert chosen == {"fr-FR": ("kokoro:ff_siwis", None), "es": ("kokoro:ef_dora", None),
                       "zh-CN": ("kokoro:zf_xiaobei", None), "it": ("kokoro:if_sara", None),
-                      "pt-BR": ("kokoro:pf_dora", None), "hi": ("kokoro:hf_alpha", None), "en-GB": ("joe", None)}
-    # No pack speaks German: joe reads it, and the warning names the family that could.
-    assert catalog.choose_voice("de", {})[0] == "joe"
+                      "pt-BR": ("kokoro:pf_dora", None), "hi": ("kokoro:hf_alpha", None), "en-GB": ("hibari", None)}
+    # No pack speaks German: the default English voice reads it, and the warning names the family that could.
+    assert catalog.choose_voice("de", {})[0] == "hibari"
     assert catalog.language_warning("fr", "joe") == (
         "the book is in French (fr) but voice joe speaks English (en); voices that speak French: kokoro:ff_siwis, "
         "a CosyVoice3 voice (make one with `epub2audio voice add NAME --wav FILE`)")
@@ -221,7 +265,7 @@ def test_a_french_book_under_auto_says_in_one_line_that_no_voice_speaks_french(c
     args = (corpus / FRENCH_BOOK, "--chapters", "999", "-o", tmp_path / "v.m4b", "--progress", "json")
     run = epub2audio(*args)
     warnings = [e["message"] for e in run.events("warning")]
-    assert run.code == 2 and warnings == [("no installed voice speaks French (fr): reading it with joe (English); for a voice in "
+    assert run.code == 2 and warnings == [("no installed voice speaks French (fr): reading it with hibari (English); for a voice in "
                            "that language, add one with `epub2audio voice add NAME --piper FILE.onnx` "
                            "(a Piper model and its .onnx.json)")]
     cache = tmp_path / "calibre-cache"

@@ -36,8 +36,8 @@ def convert_parser() -> argparse.ArgumentParser:
     p.add_argument("--preview", action="store_true",
                    help="with --list-chapters: the first words of each chapter and of each skipped part")
     p.add_argument("--chapters", metavar="LIST", help="only these chapters, e.g. 1-3,7 (numbers from --list-chapters)")
-    p.add_argument("--voice", help="auto (default: an installed voice that speaks the book's language; joe for "
-                                   "English), joe, kokoro:NAME, piper:NAME, cosyvoice3:NAME, qwen3:SPEAKER "
+    p.add_argument("--voice", help="auto (default: an installed voice that speaks the book's language; hibari for "
+                                   "English), hibari, joe, kokoro:NAME, piper:NAME, cosyvoice3:NAME, qwen3:SPEAKER "
                                    "(or qwen3:FOLDER:SPEAKER) or tone (see `epub2audio voice list`)")
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     p.add_argument("--llm-backend", choices=("auto", "torch", "mlx", "onnx"),
@@ -120,7 +120,7 @@ def library_parser() -> argparse.ArgumentParser:
     p.add_argument("in_dir", type=Path, metavar="IN_DIR", help="the folder of EPUBs (searched through)")
     p.add_argument("--out", "-o", dest="out_dir", type=Path, required=True, metavar="OUT_DIR",
                    help="where the M4Bs go, in the same folders as the EPUBs under IN_DIR")
-    p.add_argument("--voice", help="auto (default: each book's language decides; joe for English), joe, "
+    p.add_argument("--voice", help="auto (default: each book's language decides; hibari for English), hibari, joe, "
                                    "kokoro:NAME, piper:NAME, cosyvoice3:NAME or tone (see `epub2audio voice list`)")
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     p.add_argument("--workers", type=workers_flag, metavar="N|auto",

@@ -31,7 +31,7 @@ from .config import cache_dir, load_config
 from .errors import InputError, JobFailed
 from .outputs import assemble, audio_chapters, write_outputs  # noqa: F401  (audio_chapters: tests)
 from .progress import Eta, Progress
-from .store import PlannedSegment, SegmentStore, job_dir_for, segment_key, segment_seed
+from .store import PlannedSegment, SegmentStore, job_dir_for, job_voice, segment_key, segment_seed
 from .voices.catalog import AUTO, VoiceChoice, choose_voice, language_changes_audio, language_warning, resolve
 from .voices.passages import Readers, passage_readers
 from .worker.autoscale import AutoWorkersArgs, Throughput, WorkerCountCache, cache_key, choose_workers
@@ -43,7 +43,7 @@ DEFAULT_JOB_SEED = 1986
 
 @dataclass
 class ConvertOptions:
-    voice: str = "joe"  # "auto": the book's language decides (voices.catalog.choose_voice)
+    voice: str = AUTO  # the book's language decides (voices.catalog.choose_voice), as on the command line
     voice_options: dict = field(default_factory=dict)  # what the worker needs to load the voice
     chapters: list[int] | None = None  # 0-based chapter indices; None = all
     workers: int = 1
@@ -541,12 +541,9 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
         progress.emit("warning", message=warning)
     auto = options.voice == AUTO
     requested = options.voice_options  # --model-dir and the like, for the passages' voices too
-    if auto:  # it picked a voice that speaks the book's language, or said in one line that none does
-        options = _auto_voice(book, options, progress)
     language = None if auto else language_warning(book.language, options.voice)
     if language:
         progress.emit("warning", message=language)
-    chapter_indices = select_chapters(book, options.chapters)
     out_path = Path(out_path)
     if options.layout == "audiobookshelf":
         from .audiobook.shelf import shelf_path
@@ -556,6 +553,11 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
                              "which must exist")
         out_path = shelf_path(out_path, book.title or Path(book_path).stem, book.authors, book.series,
                               book.series_index, f".{options.audio_format}")
+    work_dir = Path(options.work_dir or job_dir_for(out_path))
+    if auto:  # it picked a voice that speaks the book's language, or said in one line that none does
+        options = _auto_voice(book, options, progress, job_voice(work_dir))
+    chapter_indices = select_chapters(book, options.chapters)
+    if options.layout == "audiobookshelf":
         out_path.parent.mkdir(parents=True, exist_ok=True)
     if out_path.suffix.lower() != f".{options.audio_format}":
         raise InputError(f"{out_path}: the output must be a .{options.audio_format} file"
@@ -564,7 +566,6 @@ def convert(book_path: Path, out_path: Path, options: ConvertOptions, progress: 
     if not out_path.parent.is_dir():
         raise InputError(f"{out_path.parent}: the output folder does not exist")
 
-    work_dir = Path(options.work_dir or job_dir_for(out_path))
     store = SegmentStore(work_dir)
     make_pool = partial(_make_pool, options.pool or WorkerPool, options, work_dir / "worker.log")
     readers, others = None, {}
@@ -660,10 +661,21 @@ def _auto_workers(pool, details: VoiceDetails, planned: list[PlannedSegment], po
     pool.resize(workers)
 
 
-def _auto_voice(book: Book, options: ConvertOptions, progress: Progress) -> ConvertOptions:
-    """`--voice auto`: the installed voice that speaks the book's language (voices.catalog.choose_voice)."""
+def _auto_voice(book: Book, options: ConvertOptions, progress: Progress, resumed: str | None = None) -> ConvertOptions:
+    """`--voice auto`: the installed voice that speaks the book's language (voices.catalog.choose_voice),
+    or, for a job begun with another voice that auto chose then (the default has changed since, or
+    another voice was installed), that voice: a resumed book is never read by two voices."""
     config = load_config()
     name, warning = choose_voice(book.language, config)
+    if resumed and resumed != name and resumed != AUTO:
+        try:
+            resolve(resumed, config=config, workers=max(1, options.workers))
+        except InputError:
+            pass  # no longer installed: the voice auto chooses now reads it anew
+        else:
+            progress.emit("warning", message=f"resuming with {resumed}, the voice this job began with "
+                                             f"(--voice {name} to read it anew with {name})")
+            name, warning = resumed, None
     if warning:
         progress.emit("warning", message=warning)
     model_dir = options.voice_options.get("model_dir")

@@ -23,6 +23,7 @@ import os
 import sqlite3
 import time
 import wave
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +74,20 @@ def job_dir_for(out_path: Path) -> Path:
     # The name is for people; a stem that is not UTF-8 gets U+FFFD (SQLite wants a UTF-8 path).
     stem = os.fsencode(Path(out_path).stem).decode("utf-8", "replace")[:40]
     return cache_dir() / "jobs" / f"{stem}-{digest}"
+
+
+def job_voice(job_dir: Path) -> str | None:
+    """The voice the job in job_dir began with (None: no job there yet, or one that never got so
+    far), read before the job's voice is chosen."""
+    db = Path(job_dir) / "job.sqlite3"
+    if not db.exists():
+        return None
+    try:
+        with closing(sqlite3.connect(db)) as connection:
+            row = connection.execute("SELECT value FROM meta WHERE key = 'voice'").fetchone()
+    except sqlite3.Error:
+        return None
+    return row[0] if row and isinstance(row[0], str) else None
 
 
 def text_hash(text: str) -> str:

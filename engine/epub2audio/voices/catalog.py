@@ -18,7 +18,9 @@ from ..errors import InputError, JobFailed
 from ..files import atomic_write
 
 BUILTIN = {"joe": "Joe, the embedded Piper voice (en_US, 22.05 kHz)", "tone": "a test tone (checks the pipeline)"}
-ALIASES = {"piper": "joe", "default": "joe"}
+ALIASES = {"piper": "joe"}
+# Names a saved voice may not take: they already mean a voice.
+RESERVED = frozenset(BUILTIN) | frozenset(ALIASES) | {"default", "hibari", "auto"}
 
 # What each voice speaks, by primary language subtag. Joe is an en-US Piper voice; a CosyVoice3
 # profile speaks what Fun-CosyVoice3 was trained on (upstream README: nine languages, plus Chinese
@@ -40,7 +42,7 @@ KOKORO_EXTRA = "pip install 'epub2audio[kokoro]'"
 # fp32 (bench/results/kokoro-*.txt). config.toml's kokoro_precision may say fp32 or fp32-matmul.
 KOKORO_PRECISION = "int8"
 # hibari (voices/hibari.py): the `heart` voice inside hibari-tts's wheel, the only one it bundles.
-HIBARI_EXTRA = "pip install 'epub2audio[hibari]'"
+HIBARI_EXTRA = "reinstall epub2audio (hibari-tts==0.2.1 is one of its dependencies)"
 SAMPLE_RATES = {"joe": 22050, "hibari": 24000, "tone": 16000, "kokoro": 24000, "cosyvoice3": 24000, "qwen3": 24000}
 
 
@@ -63,7 +65,7 @@ def saved_profiles() -> list[str]:
 def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: int = 1,
             extra: dict | None = None) -> VoiceChoice:
     """`joe`, `tone`, `cosyvoice3:NAME` or a saved profile's bare NAME → what a worker loads."""
-    name = ALIASES.get(name, name)
+    name = canonical(name)
     if name in BUILTIN:
         return VoiceChoice(name)
     if name == "hibari":
@@ -90,6 +92,18 @@ def resolve(name: str, *, config: dict, model_dir: Path | None = None, workers: 
     threads = max(1, _available_cores() // max(1, workers))
     return VoiceChoice(f"cosyvoice3:{profile}", {"model_dir": str(model), "profile_dir": str(profile_dir),
                                                  "extra": extra or {}}, threads)
+
+
+def default_voice() -> str:
+    """The voice an English book (or one that names no language) gets: hibari, chosen by
+    bench/voices.py's rule (the best DistillMOS among the voices that read as clearly as joe and a
+    10-hour book within 30 minutes on 2 cores: docs/voices.md); joe where hibari-tts is missing."""
+    return "hibari" if hibari_installed() else "joe"
+
+
+def canonical(name: str) -> str:
+    """A voice's own name for one of its other names ("default", "piper")."""
+    return default_voice() if name == "default" else ALIASES.get(name, name)
 
 
 def hibari_installed() -> bool:
@@ -164,7 +178,7 @@ def add_kokoro(name: str, model: Path, voices: Path, style: str, speed: float = 
     style packs (voices-v1.0.bin) and a style or blend of them. The files stay where they are."""
     from . import kokoro
 
-    if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES \
+    if not name or "/" in name or name.startswith(".") or name in RESERVED \
             or name in kokoro_styles() or ":" in name:
         raise InputError(f"{name!r} cannot be a voice name")
     if (profiles_dir() / name / "profile.json").exists():
@@ -285,7 +299,7 @@ def _piper_choice(name: str) -> VoiceChoice:
 
 def add_piper(name: str, model: Path) -> PiperFiles:
     """Save a Piper voice made of the user's model and its .onnx.json (they stay where they are)."""
-    if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES or ":" in name:
+    if not name or "/" in name or name.startswith(".") or name in RESERVED or ":" in name:
         raise InputError(f"{name!r} cannot be a voice name")
     folder = profiles_dir() / name
     if (folder / "profile.json").exists() or (folder / "kokoro.json").exists():
@@ -311,9 +325,13 @@ class Listed:
 
 def listing() -> list[Listed]:
     """Every voice that can be used here, with its family, languages and sample rate."""
-    # The default first, then Kokoro (heard best, but 7-10x slower than joe: docs/voices.md), then
-    # the other Piper voices, CosyVoice3 and the test tone last.
-    rows = [Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"], "Joe, the embedded Piper voice (en_US medium; default)")]
+    # The default first (hibari, then joe), then Kokoro (rated as high, but 100x slower than hibari:
+    # docs/voices.md), then the other Piper voices, CosyVoice3 and the test tone last.
+    hibari = Listed("hibari", "hibari", SPEAKS["hibari"], SAMPLE_RATES["hibari"],
+                    "Heart, hibari's 8M student of Kokoro af_heart (en-US female; default)")
+    rows = [hibari] if hibari_installed() else []
+    rows.append(Listed("joe", "Piper", SPEAKS["joe"], SAMPLE_RATES["joe"],
+                       "Joe, the embedded Piper voice (en_US medium" + ("" if rows else "; default") + ")"))
     if kokoro_installed():
         rows += [Listed(f"kokoro:{s}", "Kokoro", kokoro_style_languages(s), SAMPLE_RATES["kokoro"],
                         f"Kokoro-82M, packaged {'male' if s[1:2] == 'm' else 'female'} speaker {s}")
@@ -325,9 +343,6 @@ def listing() -> list[Listed]:
             style = "?"
         rows.append(Listed(f"kokoro:{name}", "Kokoro", kokoro_languages(), SAMPLE_RATES["kokoro"],
                            f"your Kokoro files, style {style}"))
-    if hibari_installed():
-        rows.append(Listed("hibari", "hibari", SPEAKS["hibari"], SAMPLE_RATES["hibari"],
-                           "Heart, hibari's 8M student of Kokoro af_heart (en-US female)"))
     rows += [Listed(v.name, v.family, v.languages, v.sample_rate, v.about) for v in piper_voices()]
     rows += [Listed(f"cosyvoice3:{p}", "CosyVoice3", COSYVOICE3_LANGUAGES, SAMPLE_RATES["cosyvoice3"],
                     "cloned from a reference recording") for p in saved_profiles()]
@@ -343,7 +358,7 @@ def listing() -> list[Listed]:
 
 def languages_of(voice: str) -> tuple[str, ...] | None:
     """The primary language subtags a voice speaks; None: it has no language (the tone)."""
-    voice = ALIASES.get(voice, voice)
+    voice = canonical(voice)
     if voice.startswith("kokoro:"):
         style = voice.split(":", 1)[1]
         return kokoro_style_languages(style) if style in official_packs() else kokoro_languages()
@@ -390,7 +405,7 @@ def speakers(language: str | None, config: dict) -> list[str]:
 
 def sample_rate_of(voice: str) -> int | None:
     """The rate a voice's audio comes at, known without loading it (None: not an installed voice)."""
-    voice = ALIASES.get(voice, voice)
+    voice = canonical(voice)
     if voice.startswith("piper:"):
         return next((v.sample_rate for v in piper_voices() if v.name == voice), None)
     family = voice.split(":", 1)[0] if ":" in voice else voice
@@ -400,8 +415,8 @@ def sample_rate_of(voice: str) -> int | None:
 def choose_voice(book_language: str | None, config: dict) -> tuple[str, str | None]:
     """`--voice auto`: (the voice that reads the book, a one-line warning or None).
 
-    The installed voices that speak the book's language, in `voice list` order (joe first, so an
-    English book, or one that names no language, gets joe); config.toml's [preferred_voices]
+    The installed voices that speak the book's language, in `voice list` order (the default first, so an
+    English book, or one that names no language, gets it); config.toml's [preferred_voices]
     (language → voice, as calibre's preferred_voices) chooses among them."""
     from ..book.language import name, primary
 
@@ -409,19 +424,20 @@ def choose_voice(book_language: str | None, config: dict) -> tuple[str, str | No
     preferred = config.get("preferred_voices") or {}
     wanted = preferred.get(book_language or "") or preferred.get(code) if isinstance(preferred, dict) else None
     if not code:
-        return (str(preferred.get("en")) if isinstance(preferred, dict) and preferred.get("en") else "joe"), None
+        return (str(preferred.get("en")) if isinstance(preferred, dict) and preferred.get("en") else default_voice()), None
     speakers = [row.name for row in listing() if code in row.languages]
     if wanted:
         chosen = next((v for v in speakers if name_matches(str(wanted), v)), None)
         return chosen or str(wanted), None  # not installed: resolve() names what is
     if speakers:
         return speakers[0], None
-    return "joe", (f"no installed voice speaks {name(book_language)}: reading it with joe (English); "
+    fallback = default_voice()
+    return fallback, (f"no installed voice speaks {name(book_language)}: reading it with {fallback} (English); "
                    f"for a voice in that language, {ADD_A_VOICE}")
 
 
 def language_changes_audio(voice: str) -> bool:
-    voice = ALIASES.get(voice, voice)
+    voice = canonical(voice)
     # Kokoro: English or Japanese phonemes; Qwen3-TTS: the language id in its prompt
     return voice in LANGUAGE_AUDIO_VOICES or voice.startswith("kokoro:") or voice.startswith(QWEN3)
 
@@ -585,7 +601,7 @@ def _qwen3_choice(name: str, workers: int, extra: dict, config: dict) -> VoiceCh
 def add_qwen3(name: str, model_dir: Path, wav: Path | None = None, text: str | None = None) -> dict:
     """Register a Qwen3-TTS folder as NAME: a CustomVoice folder's speakers become voices. A Base
     folder clones the voice of `wav` in a child (QWEN3_CLONE_MODULE), saved as `qwen3:NAME`."""
-    if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES or ":" in name:
+    if not name or "/" in name or name.startswith(".") or name in RESERVED or ":" in name:
         raise InputError(f"{name!r} cannot be a voice name")
     folder = profiles_dir() / name
     if any((folder / f).exists() for f in ("profile.json", "kokoro.json", "piper.json")):
@@ -636,7 +652,7 @@ def _recorded_model_dir(profile_dir: Path) -> str | None:
 
 def add_profile(name: str, wav: Path, text: str | None, model_dir: Path, max_seconds: float | None = None) -> dict:
     """Compute and store a CosyVoice3 voice profile (prompt tokens, mel, speaker embedding)."""
-    if not name or "/" in name or name.startswith(".") or name in BUILTIN or name in ALIASES:
+    if not name or "/" in name or name.startswith(".") or name in RESERVED:
         raise InputError(f"{name!r} cannot be a voice name")
     if not Path(wav).is_file():
         raise InputError(f"{wav}: no such file")

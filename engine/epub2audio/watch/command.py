@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "installed MOBI, AZW3, DOCX, FB2, ODT, RTF, TXT, HTML or PDF")
     parser.add_argument("--out", "-o", dest="out_dir", type=Path, required=True, metavar="OUT_DIR",
                         help="where the M4B files (and epub2audio-watch.log) go")
-    parser.add_argument("--voice", help="auto (default: each book's language decides; joe for English), joe, kokoro:NAME, "
+    parser.add_argument("--voice", help="auto (default: each book's language decides; hibari for English), hibari, joe, kokoro:NAME, "
                                             "piper:NAME, cosyvoice3:NAME or tone (see `epub2audio voice list`)")
     parser.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     parser.add_argument("--workers", type=workers_flag, metavar="N|auto",
