@@ -1,0 +1,163 @@
+"""Quality: DistillMOS (Microsoft's compact speech-quality model, `distillmos` on PyPI) scores the
+windows verify hears, 1 (bad) to 5 (excellent), in a child process: torch never enters the parent.
+
+The parent (`MosScorer`) sends 16 kHz float32 arrays on the child's stdin and reads one JSON line
+per array from a pipe of its own; the child points fd 1 at stderr before it loads the model, so
+what the package prints on load ("DistillMOS variant 7 weights loaded ...") never reaches the
+answers. `distillmos/sqa.py` imports torchaudio at its top but uses it only to load and resample
+files (its command line); we hand it arrays, so where torchaudio is missing (it has no wheel for
+our torch pin) a placeholder module stands in while the package is imported.
+
+Run as `python -m epub2audio.audiobook.verify.quality` it is that child.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+RATE = 16000
+# The model hears 122880 samples (7.68 s) at a time; a longer input is cut into crops at most 1 s
+# apart and their scores averaged, so a 30 s window costs 24 crops (11 s on one thread here) where
+# its first 7.68 s cost one (0.5 s). verify scores the first MODEL_SAMPLES of each window.
+MODEL_SAMPLES = 122880
+
+
+def distillmos_installed() -> bool:
+    return importlib.util.find_spec("distillmos") is not None  # finds it without importing torch
+
+
+class MosUnavailable(RuntimeError):
+    """The scorer cannot run (not installed, or its child failed): one line saying why."""
+
+
+class MosScorer:
+    """One child holding the model for the life of this object: `score(samples16k) -> MOS`."""
+
+    def __init__(self):
+        if not distillmos_installed():
+            raise MosUnavailable("distillmos is not installed (make test installs it; see NOTICE.md)")
+        answers_read, answers_write = os.pipe()
+        self._stderr = tempfile.TemporaryFile()
+        self._proc = subprocess.Popen([sys.executable, "-m", __name__, str(answers_write)], stdin=subprocess.PIPE,
+                                      stdout=subprocess.DEVNULL, stderr=self._stderr, pass_fds=(answers_write,))
+        os.close(answers_write)
+        self._answers = os.fdopen(answers_read, "r", encoding="utf-8")
+        self._answer()  # {"ok": true} once the model is loaded
+
+    def score(self, samples: np.ndarray) -> float:
+        data = np.ascontiguousarray(samples, dtype="<f4")
+        if not data.size:
+            raise ValueError("no audio to score")
+        try:
+            self._proc.stdin.write(len(data).to_bytes(4, "little") + data.tobytes())
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the child is gone: _answer says why
+        return self._answer()["mos"]
+
+    def _answer(self) -> dict:
+        line = self._answers.readline()
+        answer = json.loads(line) if line.startswith("{") else None
+        if answer is None or not answer.get("ok"):
+            self.close()
+            if answer is None:
+                self._stderr.seek(0)
+                tail = self._stderr.read().decode(errors="replace").strip().splitlines()
+                raise MosUnavailable(f"the DistillMOS child stopped: {(tail or ['no output'])[-1]}")
+            raise MosUnavailable(answer["message"])
+        return answer
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            try:
+                self._proc.stdin.close()  # end of input: the child exits
+            except BrokenPipeError:
+                pass
+            try:
+                self._proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._answers.close()
+        self._stderr.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# --- the child ----------------------------------------------------------------------------------
+
+
+def load_model():
+    """DistillMOS on one thread, in eval mode: the same audio gives the same score."""
+    import types
+
+    import torch
+
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    placeholder = importlib.util.find_spec("torchaudio") is None
+    if placeholder:
+        sys.modules["torchaudio"] = types.ModuleType("torchaudio")
+    try:
+        from distillmos import ConvTransformerSQAModel
+    finally:
+        if placeholder:
+            del sys.modules["torchaudio"]
+    return ConvTransformerSQAModel().eval()
+
+
+def score_with(model, samples: np.ndarray) -> float:
+    import torch
+
+    with torch.inference_mode():
+        return float(model(torch.from_numpy(np.asarray(samples, dtype=np.float32))[None]).item())
+
+
+def _read_exactly(stream, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = stream.read(size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return bytes(data)
+
+
+def _serve(answers_fd: int) -> int:
+    answers = os.fdopen(answers_fd, "w", encoding="utf-8")
+    os.dup2(2, 1)  # anything printed from here on is stderr, never an answer
+    sys.stdout = sys.stderr
+
+    def answer(**fields) -> None:
+        answers.write(json.dumps(fields) + "\n")
+        answers.flush()
+
+    try:
+        model = load_model()
+    except Exception as error:
+        answer(ok=False, message=f"DistillMOS did not load: {type(error).__name__}: {error}")
+        return 1
+    answer(ok=True)
+    requests = sys.stdin.buffer
+    while len(head := _read_exactly(requests, 4)) == 4:
+        count = int.from_bytes(head, "little")
+        samples = np.frombuffer(_read_exactly(requests, 4 * count), dtype="<f4")
+        if len(samples) != count:
+            return 1
+        answer(ok=True, mos=score_with(model, samples))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_serve(int(sys.argv[1])))
