@@ -22,9 +22,11 @@ import pytest
 
 from distillmos_wavs import WAVS, write_wavs
 from epub2audio.audiobook.ffmpeg import ffmpeg_exe
-from epub2audio.audiobook.verify.quality import MODEL_SAMPLES, MosScorer, distillmos_installed
+from epub2audio.audiobook.verify.quality import (BOOK_MARGIN, MODEL_SAMPLES, VOICE_NORMS, MosScorer,
+                                                 distillmos_installed, quality_doubts)
+from epub2audio.audiobook.verify.report import ChapterRow, QualityWindow
 
-pytestmark = pytest.mark.skipif(not distillmos_installed(), reason="distillmos is not installed (make test does)")
+needs_distillmos = pytest.mark.skipif(not distillmos_installed(), reason="distillmos is not installed (make test does)")
 
 REFERENCE = json.loads((Path(__file__).parent / "distillmos_reference.json").read_text())["files"]
 EXACT_TOLERANCE = 1e-6  # measured 0.0
@@ -56,6 +58,7 @@ def _at_16k(path: Path) -> np.ndarray:
     return np.frombuffer(subprocess.run(cmd, capture_output=True, check=True).stdout, dtype="<f4")
 
 
+@needs_distillmos
 @pytest.mark.parametrize("name", sorted(WAVS))
 def test_scores_equal_the_reference_command_line(scorer, wavs, name):
     ours = scorer.score(_at_16k(wavs / name))
@@ -63,6 +66,7 @@ def test_scores_equal_the_reference_command_line(scorer, wavs, name):
     assert ours == pytest.approx(REFERENCE[name]["distillmos"], abs=tolerance)
 
 
+@needs_distillmos
 def test_the_comparison_can_fail(scorer, wavs):
     """Audio at the wrong rate, or cut to the model's one input, scores off the reference by more
     than the tolerances; the score is the same however loud the input (the model peak-normalises)."""
@@ -75,6 +79,7 @@ def test_the_comparison_can_fail(scorer, wavs):
     assert scorer.score(quiet) == pytest.approx(REFERENCE["voiced-16k.wav"]["distillmos"], abs=1e-4)
 
 
+@needs_distillmos
 def test_the_same_audio_gives_the_same_score(scorer, wavs):
     samples = _at_16k(wavs / "voiced-noisy-16k.wav")
     assert scorer.score(samples) == scorer.score(samples) == REFERENCE["voiced-noisy-16k.wav"]["distillmos"]
@@ -96,6 +101,7 @@ print("LOADED", sorted(m for m in sys.modules if m.split(".")[0] in BANNED))
 """
 
 
+@needs_distillmos
 def test_the_model_runs_in_a_child_and_its_load_message_stays_out_of_the_answers():
     proc = subprocess.run([sys.executable, "-c", CHILD_ONLY], capture_output=True, text=True, env={**os.environ},
                           timeout=300)
@@ -103,3 +109,37 @@ def test_the_model_runs_in_a_child_and_its_load_message_stays_out_of_the_answers
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("MOS ") and 1.0 <= float(lines[0].split()[1]) <= 5.0
     assert lines[1:] == ["LOADED []"]  # and nothing the child printed on load
+
+
+def _rows(*scores: float) -> list[ChapterRow]:
+    rows = [ChapterRow(n, n, f"Chapter {n}", 60.0 * (n - 1), 60.0) for n in range(1, len(scores) + 1)]
+    for row, score in zip(rows, scores):
+        row.quality_windows = [QualityWindow(row.start_seconds + 5, 7.68, score)]
+        row.distillmos = score
+    return rows
+
+
+def test_a_chapter_below_its_voices_norm_or_far_below_the_book_is_a_doubt():
+    good, floor = VOICE_NORMS["joe"]
+    problems = []
+    quality_doubts(_rows(good, floor - 0.01), "joe", problems)
+    assert [(p.check, p.chapter, p.severity, p.at_seconds) for p in problems] == [("quality", 2, "doubt", 65.0)]
+    assert "listen 0:05.0 into the chapter" in problems[0].message
+    problems = []  # a voice with no norm: only the book's own chapters judge, from three others on
+    quality_doubts(_rows(4.0, 4.1, 4.0 - BOOK_MARGIN - 0.01), "cosyvoice3:someone", problems)
+    assert problems == []
+    quality_doubts(_rows(4.0, 4.1, 3.9, 4.0 - BOOK_MARGIN - 0.01), "cosyvoice3:someone", problems)
+    assert [p.chapter for p in problems] == [4]
+    problems = []
+    quality_doubts(_rows(4.0, 4.1, 3.9, 4.0 - BOOK_MARGIN + 0.01), "cosyvoice3:someone", problems)
+    assert problems == []
+
+
+def test_verify_says_in_one_line_when_distillmos_is_missing(monkeypatch):
+    from epub2audio.audiobook.verify import quality
+
+    monkeypatch.setattr(quality, "distillmos_installed", lambda: False)
+    notes = []
+    job = type("Job", (), {"chapters": [(0, "One")], "segments": {}, "meta": {"voice": "joe"}})()
+    assert quality.check_quality(Path("x.m4b"), job, _rows(4.0), 22050, 2, 30.0, 0, [], notes) == "unavailable"
+    assert notes == ["speech quality not scored: distillmos is not installed (make test installs it; see NOTICE.md)"]

@@ -16,17 +16,45 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
+import statistics
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
+from .report import Problem, QualityWindow, _clock
+
 RATE = 16000
 # The model hears 122880 samples (7.68 s) at a time; a longer input is cut into crops at most 1 s
 # apart and their scores averaged, so a 30 s window costs 24 crops (11 s on one thread here) where
 # its first 7.68 s cost one (0.5 s). verify scores the first MODEL_SAMPLES of each window.
 MODEL_SAMPLES = 122880
+
+
+# Norms: (mean of good chapters, doubtful below) per voice family, measured by bench/verify_quality.py
+# (bench/results/verify-distillmos.md) on 4 chapters a voice, 2 windows each. joe's good chapters
+# scored 4.31-4.49; the same chapters with every segment broken: clipped 3.20-3.45, white noise at
+# 5 dB SNR 1.92-2.02, choppy (40 ms on, 40 ms off) 1.11-1.14. The floor, 3.9, lies midway between
+# the worst good chapter and the best broken one; another family's floor is its worst good chapter
+# less the same 0.4. Audio at the wrong rate (1.4x fast) still scores 4.0-4.35: DistillMOS judges
+# the sound, not the pace (the pace check is there for that).
+VOICE_NORMS: dict[str, tuple[float, float]] = {
+    "joe": (4.42, 3.9),  # 4.31-4.49
+    "hibari": (4.64, 4.1),  # 4.51-4.71
+}
+# A chapter this far below the median of the book's other scored chapters is doubtful too, whatever
+# the voice (a voice with no norm here is judged by this alone), given BOOK_MIN_CHAPTERS others:
+# good chapters lay at most 0.19 below their book's others, clipped ones 1.0-1.2, so 0.6.
+BOOK_MARGIN = 0.6
+BOOK_MIN_CHAPTERS = 3
+
+
+def voice_family(voice: str | None) -> str | None:
+    """"kokoro" for kokoro:af_heart; joe, hibari and tone by name; None for a voice we have no norm of."""
+    family = (voice or "").split(":")[0]
+    return family if family in VOICE_NORMS else None
 
 
 def distillmos_installed() -> bool:
@@ -93,6 +121,51 @@ class MosScorer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def check_quality(path, job, rows, rate, per_chapter, window_seconds, seed, problems, notes) -> str:
+    """Score the first MODEL_SAMPLES of each chapter's windows (speech.choose_windows, the same seed:
+    in an English book the windows the transcriber hears), the chapter's figure their mean; then
+    call doubtful a chapter far below its voice's norm or the book's other chapters."""
+    from .speech import _window_audio, choose_windows
+
+    try:
+        scorer = MosScorer()
+    except MosUnavailable as error:
+        notes.append(f"speech quality not scored: {error}")
+        return "unavailable"
+    with scorer:
+        for row, (ci, _t) in zip(rows, job.chapters):
+            rng = random.Random(f"{seed}:{ci}")
+            for block in choose_windows(job.segments.get(ci, []), rate, per_chapter, window_seconds, rng):
+                start, end = block[0].start, block[-1].start + block[-1].samples
+                audio = _window_audio(path, start, end, rate)[:MODEL_SAMPLES]
+                row.quality_windows.append(QualityWindow(round(start / rate, 3), round(len(audio) / RATE, 3),
+                                                         round(scorer.score(audio), 3)))
+            if row.quality_windows:
+                row.distillmos = round(statistics.fmean(w.distillmos for w in row.quality_windows), 3)
+    quality_doubts(rows, job.meta.get("voice"), problems)
+    return "done"
+
+
+def quality_doubts(rows, voice: str | None, problems: list[Problem]) -> None:
+    family = voice_family(voice)
+    scored = [r for r in rows if r.distillmos is not None]
+    for row in scored:
+        others = [r.distillmos for r in scored if r is not row]
+        why = []
+        if family is not None and row.distillmos < VOICE_NORMS[family][1]:
+            why.append(f"{family}'s good chapters score {VOICE_NORMS[family][0]:.2f}, doubtful below "
+                       f"{VOICE_NORMS[family][1]:.2f}")
+        if len(others) >= BOOK_MIN_CHAPTERS and row.distillmos < statistics.median(others) - BOOK_MARGIN:
+            why.append(f"the book's other chapters {statistics.median(others):.2f}")
+        if why:
+            worst = min(row.quality_windows, key=lambda w: w.distillmos)
+            problems.append(Problem("quality", f"DistillMOS {row.distillmos:.2f} ({'; '.join(why)}): the audio "
+                                               f"may be noisy, clipped or distorted; listen "
+                                               f"{_clock(worst.start_seconds - row.start_seconds)} into the chapter "
+                                               f"(window {worst.distillmos:.2f})",
+                                    row.number, None, "doubt", worst.start_seconds))
 
 
 # --- the child ----------------------------------------------------------------------------------
