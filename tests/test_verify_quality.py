@@ -133,6 +133,8 @@ def test_a_chapter_below_its_voices_norm_or_far_below_the_book_is_a_doubt():
     problems = []
     quality_doubts(_rows(4.0, 4.1, 3.9, 4.0 - BOOK_MARGIN + 0.01), "cosyvoice3:someone", problems)
     assert problems == []
+    quality_doubts(_rows(1.6, 1.7, 1.6, 1.0), "tone", problems)  # not speech: scored, never judged
+    assert problems == []
 
 
 def test_verify_says_in_one_line_when_distillmos_is_missing(monkeypatch):

@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                       "conversion to this path kept it)")
     parser.add_argument("--no-asr", action="store_true", help="skip the speech-recognition check")
     parser.add_argument("--no-quality", action="store_true",
-                        help="skip the speech-quality score (DistillMOS, about 0.5 s a window after 3-5 s to load)")
+                        help="skip the speech-quality score (DistillMOS: about 3 s to start, 0.5 s a window)")
     parser.add_argument("--windows", type=int, default=2, metavar="N",
                         help="windows of about 30 s transcribed per chapter (default 2)")
     parser.add_argument("--seed", type=int, default=0, help="which windows are sampled (default 0)")
