@@ -93,6 +93,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--voices", default="joe,hibari,kokoro:af_heart,tone")
     parser.add_argument("--windows", type=int, default=2, help="windows per chapter (verify's default 2)")
+    parser.add_argument("--books", type=int, default=len(BOOKS), help="the first N of the books (default all)")
     args = parser.parse_args()
     from epub2audio.audiobook.verify.quality import MosScorer
 
@@ -105,16 +106,16 @@ def main() -> None:
         for voice in args.voices.split(","):
             folder = Path(tmp) / voice.replace(":", "_")
             folder.mkdir()
-            for book, chapters in BOOKS:
+            for book, chapters in BOOKS[:args.books]:
                 out, job = convert(book, chapters, voice, folder)
-                cases = [(voice.split(":")[0], out, job)]
+                cases = [(voice, out, job)]
                 if voice == "joe" or book == BOOKS[0][0]:
                     cases += [(f"{cases[0][0]} {kind}", *damage(out, job, kind, folder)) for kind in KINDS]
                 for label, m4b, job_dir in cases:
                     started = time.perf_counter()
                     report = verify_m4b(m4b, job_dir, windows_per_chapter=args.windows, asr=False, quality=True)
                     took = time.perf_counter() - started
-                    if label == voice.split(":")[0]:
+                    if label == voice:
                         started = time.perf_counter()
                         verify_m4b(m4b, job_dir, windows_per_chapter=args.windows, asr=False, quality=False)
                         seconds["without"] += time.perf_counter() - started
@@ -122,14 +123,14 @@ def main() -> None:
                         seconds["chapters"] += len(report.chapters)
                     for row in report.chapters:
                         windows = " ".join(f"{w.distillmos:.2f}" for w in row.quality_windows)
-                        print(f"{label:18} {book.stem[:22]:22} {row.title[:26]:26} {row.seconds:6.1f} s  "
+                        print(f"{label:26} {book.stem[:22]:22} {row.title[:26]:26} {row.seconds:6.1f} s  "
                               f"MOS {row.distillmos}  windows {windows}", flush=True)
                         if row.distillmos is not None:
                             scores.setdefault(label, []).append(row.distillmos)
     print()
-    print(f"{'case':18} {'chapters':>8} {'mean':>6} {'min':>6} {'max':>6}")
+    print(f"{'case':26} {'chapters':>8} {'mean':>6} {'min':>6} {'max':>6}")
     for label, values in scores.items():
-        print(f"{label:18} {len(values):>8} {statistics.fmean(values):6.2f} {min(values):6.2f} {max(values):6.2f}")
+        print(f"{label:26} {len(values):>8} {statistics.fmean(values):6.2f} {min(values):6.2f} {max(values):6.2f}")
     n = seconds["chapters"]
     print(f"\nverify --no-asr, {args.windows} windows a chapter, over {n} good chapters: "
           f"{seconds['without'] / n:.2f} s a chapter without DistillMOS, {seconds['with'] / n:.2f} s with it "

@@ -36,11 +36,13 @@ MODEL_SAMPLES = 122880
 # Norms: (median of good chapters, doubtful below) per voice family, measured by
 # bench/verify_quality.py (bench/results/verify-distillmos.md): 8 chapters of 4 books a voice, 2
 # windows each, and the Aesop chapters (all 8 of joe's) broken in every segment. Good chapters:
-# joe 4.31-4.49, hibari 4.51-4.71, kokoro:af_heart 4.42-4.68. Broken, best chapter: clipped (x8)
-# joe 3.71, hibari 4.20, kokoro 3.66; wrong rate (1.38x fast) hibari 2.73, kokoro 3.48, but joe
+# joe 4.31-4.49, hibari 4.51-4.71, kokoro:af_heart 4.42-4.68 (and on the Aesop chapters alone
+# kokoro:am_adam 4.35-4.72, kokoro:bf_emma 4.45-4.67). Broken, best chapter: clipped (x8) joe 3.71,
+# hibari 4.20, kokoro 3.66 (am_adam 2.83, bf_emma 3.15); wrong rate (1.38x fast) hibari 2.73, kokoro 3.48, but joe
 # 4.61 (DistillMOS judges the sound, not the pace: the pace check is for that); white noise at 5
 # dB SNR 1.80-2.16 and choppy audio (40 ms on, 40 ms off) 1.10-1.17 for all. Each floor lies
-# midway between the voice's worst good chapter and its best broken one (clipped), rounded to 0.05.
+# midway between the voice's worst good chapter and its best broken one (clipped), rounded to 0.05;
+# Kokoro's from its three English voices together. Japanese Kokoro voices are not measured.
 VOICE_NORMS: dict[str, tuple[float, float]] = {
     "joe": (4.43, 4.0),
     "hibari": (4.68, 4.35),
