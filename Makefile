@@ -28,6 +28,16 @@ $(VENV)/.kokoro-voices: packaging/build_kokoro_voices.py | $(VENV)/.dev
 	$(BIN)/pip install -q --force-reinstall --no-deps $(VENV)/downloads/epub2audio_kokoro_voices-1.2.1-py3-none-any.whl
 	touch $@
 
+# DistillMOS, verify's speech-quality score (audiobook/verify/quality.py), and xls-r-sqa, the
+# transformer it is built on. --no-deps, which pyproject.toml cannot say: both declare torchaudio,
+# which has no wheel for our torch pin and is not needed (the scorer is fed 16 kHz arrays); torch,
+# numpy and soundfile come with the dev extras. Pinned: tests/distillmos_reference.json holds this
+# model's scores. Without it verify says so in one line and goes on.
+DISTILLMOS := distillmos==0.9.1 xls-r-sqa==0.1.0
+$(VENV)/.distillmos: Makefile | $(VENV)/.dev
+	$(BIN)/pip install -q --no-deps $(DISTILLMOS)
+	touch $@
+
 # ffprobe (an independent checker for the tests), calibre (the plugin's host, and the converter of
 # MOBI, DOCX, PDF, ... books), epubcheck (the read-along EPUB's validator, run as java -jar
 # /usr/share/java/epubcheck.jar; it brings the java that the dev extra's newer EPUBCheck jar runs
@@ -49,7 +59,7 @@ demo: $(VENV)/.core
 
 # In parallel on every core (pytest-xdist); tests that must share a worker name one xdist_group.
 # The slowest 25 are printed so that a slow new test is seen.
-test: system-deps $(VENV)/.dev $(VENV)/.kokoro-voices
+test: system-deps $(VENV)/.dev $(VENV)/.kokoro-voices $(VENV)/.distillmos
 	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=25
 
 clean:

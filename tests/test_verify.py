@@ -20,6 +20,7 @@ from epub2audio.audiobook.verify import (
     WER_DOUBT, _Seg, _text_drops, choose_windows, edit_distance, format_report, main, normalize_words,
     score_window, verify_conversion, verify_m4b, wer,
 )
+from epub2audio.audiobook.verify.quality import MODEL_SAMPLES, VOICE_NORMS, distillmos_installed
 from epub2audio.audiobook.verify.speech import WINDOW_PAD_SECONDS, in_transcriber_language
 from epub2audio.audiobook.verify.words import BookWords, collapse_loops, looks_like_verse, reads_as_english
 from epub2audio.book.epub import load_book
@@ -293,6 +294,7 @@ def test_a_good_conversion_passes(converted, capsys):
     assert main([str(out), "--work-dir", str(job), "--windows", "1"]) == 0
     text = capsys.readouterr().out
     assert "story.m4b: PASS" in text and "Three: chapter not selected" in text
+    assert f"speech quality: {'done' if distillmos_installed() else 'unavailable'}" in text  # the command's default
     # What render.py calls after a conversion: the report plus two progress events.
     events = []
 
@@ -323,6 +325,28 @@ def test_a_silent_chapter_fails(converted, tmp_path):
                                                                  ("asr", "doubt")}
     assert all(p.chapter == 2 for p in report.problems)
     assert any("nothing intelligible" in m for m in _problems(report, "asr"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not distillmos_installed(), reason="distillmos is not installed (make test does)")
+def test_a_noisy_chapter_is_doubtful_by_its_speech_quality(converted, tmp_path):
+    def noise_on_chapter_two(plan):  # white noise at 5 dB SNR on every segment of chapter Two
+        rng = np.random.default_rng(0)
+        for (chapter, _i), wav in plan.items():
+            if chapter == 1:
+                x = np.frombuffer(_read(wav), dtype="<i2").astype(float)
+                x += rng.standard_normal(len(x)) * np.sqrt(np.mean(x ** 2) / 10 ** 0.5)
+                _write(wav, np.clip(np.round(x), -32768, 32767).astype("<i2").tobytes())
+
+    out, job = _damage(converted, tmp_path, noise_on_chapter_two)
+    report = verify_m4b(out, job, asr=False, quality=True)
+    assert report.passed and report.quality == "done"
+    one, two = report.chapters
+    assert one.distillmos >= VOICE_NORMS["joe"][1] and not one.doubtful
+    assert two.distillmos < VOICE_NORMS["joe"][1] and two.doubtful
+    assert [(p.check, p.severity, p.chapter) for p in report.problems] == [("quality", "doubt", 2)]
+    assert all(w.seconds <= MODEL_SAMPLES / 16000 for r in report.chapters for w in r.quality_windows)
+    assert "DistillMOS" in format_report(report)
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 """Prove that an M4B (or the MP3 or Opus of `--format`) is a complete audiobook that says what the book says.
 
-`verify_m4b(path, job_dir)` runs four groups of checks and returns a VerifyReport:
+`verify_m4b(path, job_dir)` runs five groups of checks and returns a VerifyReport:
 
 1. Container: chapters in both formats (the QuickTime chapter text track, read here straight from
    the boxes, and ffmpeg's listing of it; the Nero `chpl` atom through mutagen), monotonic, the
@@ -16,7 +16,11 @@
    and aligned to segment boundaries so the reference text is exact, are transcribed with the
    packaged Whisper tiny.en and scored by word error rate against the book's own words (and the
    planned text). Text not in English is never scored; speech problems are doubts, not failures.
-4. Text coverage: the characters planned for reading against the book's chapters (the EPUB the job
+4. Speech quality (`epub2audio verify`, not the verify after a conversion; `--no-quality` skips it):
+   DistillMOS, Microsoft's compact speech-quality model, scores the first 7.68 s of each window in a
+   child process (quality.py); a chapter far below its voice's norm, or the book's other chapters,
+   is a doubt.
+5. Text coverage: the characters planned for reading against the book's chapters (the EPUB the job
    recorded), with every skip listed with its reason: the book's own skips (cover, contents, ...),
    chapters not selected, and any text the segmenter dropped.
 
@@ -26,7 +30,7 @@ chapters, tags, cover); its marks may sit up to one codec frame from the job's (
 Without a job folder only the container and chapter-level audio checks run (there is no reference).
 The engine's ffmpeg and mutagen do all the reading; ffprobe is not needed.
 
-The parts: container.py, audio.py, speech.py (with words.py), coverage.py, each adding Problems
+The parts: container.py, audio.py, speech.py (with words.py), quality.py, coverage.py, each adding Problems
 to one list; job.py reads the conversion job; report.py holds the report and prints it;
 command.py is `epub2audio verify`.
 """
@@ -40,12 +44,13 @@ from .audio import (LONG_SILENCE_SECONDS, PACE_FAST_CEILING, PACE_FAST_FACTOR, P
 from .container import DURATION_TOLERANCE_SAMPLES, REQUIRED_TAGS, _check_container, nero_title
 from .coverage import _check_coverage, _text_drops
 from .job import _check_layout, _load_job, _Seg
-from .report import (ChapterRow, Problem, SkippedText, VerifyInputError, VerifyReport, Window, doubts, failures,
-                     format_report)
+from .quality import BOOK_MARGIN, VOICE_NORMS, check_quality
+from .report import (ChapterRow, Problem, QualityWindow, SkippedText, VerifyInputError, VerifyReport, Window, doubts,
+                     failures, format_report)
 from .speech import WER_DOUBT, WER_DOUBT_VERSE, WINDOW_SECONDS, _check_asr, choose_windows, score_window, transcribe
 from .words import edit_distance, normalize_words, spoken_text, wer
 
-__all__ = ["ChapterRow", "Problem", "SkippedText", "VerifyInputError", "VerifyReport", "WER_DOUBT", "Window",
+__all__ = ["ChapterRow", "Problem", "QualityWindow", "SkippedText", "VerifyInputError", "VerifyReport", "WER_DOUBT", "Window",
            "_Seg", "_text_drops", "add_arguments", "choose_windows", "edit_distance", "format_report", "main",
            "nero_title", "normalize_words", "run", "score_window", "spoken_text", "transcribe", "verify_conversion",
            "verify_m4b",
@@ -54,7 +59,7 @@ __all__ = ["ChapterRow", "Problem", "SkippedText", "VerifyInputError", "VerifyRe
 
 def verify_m4b(m4b_path, job_dir: Path | None, *, windows_per_chapter: int = 2,
                window_seconds: float = WINDOW_SECONDS,
-               seed: int = 0, asr: bool = True) -> VerifyReport:
+               seed: int = 0, asr: bool = True, quality: bool = False) -> VerifyReport:
     path = Path(m4b_path)
     if not path.is_file():
         raise VerifyInputError(f"{path}: no such file")
@@ -88,6 +93,7 @@ def verify_m4b(m4b_path, job_dir: Path | None, *, windows_per_chapter: int = 2,
     coverage = None
     pace: dict = {}
     asr_status = "off" if not asr else "no job: nothing to compare with"
+    quality_status = "off" if not quality else "no job: no voice to judge by"
     if job is None:
         if job_dir is None:
             notes.append("no conversion job given or found: segment, intelligibility and coverage checks skipped")
@@ -104,6 +110,10 @@ def verify_m4b(m4b_path, job_dir: Path | None, *, windows_per_chapter: int = 2,
                                         problems, notes)
         elif asr:
             asr_status = "skipped: the M4B does not match the job's plan"
+        if quality:
+            quality_status = (check_quality(path, job, rows, sample_rate, windows_per_chapter, window_seconds, seed,
+                                            problems, notes)
+                              if job.layout_ok else "skipped: the M4B does not match the job's plan")
         coverage = _check_coverage(job, rows, skipped, problems, notes)
         if job.has_cover and not container.get("cover"):
             what = {".mp3": "APIC", ".opus": "METADATA_BLOCK_PICTURE"}.get(path.suffix.lower(), "covr")
@@ -125,10 +135,13 @@ def verify_m4b(m4b_path, job_dir: Path | None, *, windows_per_chapter: int = 2,
         path=str(path), job_dir=str(job_dir) if job is not None else None,
         passed=not failures(problems), duration_seconds=round(decoded / sample_rate, 3), sample_rate=sample_rate,
         chapters=rows, problems=problems, skipped=skipped, notes=notes, asr=asr_status, container=container,
-        coverage=coverage, pace=pace,
+        coverage=coverage, pace=pace, quality=quality_status,
         thresholds={"wer_doubt": WER_DOUBT, "wer_doubt_verse": WER_DOUBT_VERSE, "silent_segment_dbfs": SILENT_SEGMENT_DBFS,
                     "long_silence_seconds": LONG_SILENCE_SECONDS, "pace_fast_factor": PACE_FAST_FACTOR,
-                    "pace_fast_floor": PACE_FAST_FLOOR, "pace_fast_ceiling": PACE_FAST_CEILING},
+                    "pace_fast_floor": PACE_FAST_FLOOR, "pace_fast_ceiling": PACE_FAST_CEILING,
+                    "distillmos_voice_norms": {family: {"good": good, "doubt_below": floor}
+                                               for family, (good, floor) in VOICE_NORMS.items()},
+                    "distillmos_book_margin": BOOK_MARGIN},
     )
 
 

@@ -1,4 +1,4 @@
-"""The command: epub2audio verify BOOK.m4b [--work-dir DIR] [--no-asr] [--windows N] [--json]"""
+"""The command: epub2audio verify BOOK.m4b [--work-dir DIR] [--no-asr] [--no-quality] [--windows N] [--json]"""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work-dir", type=Path, help="the conversion's job folder (default: where the "
                                                       "conversion to this path kept it)")
     parser.add_argument("--no-asr", action="store_true", help="skip the speech-recognition check")
+    parser.add_argument("--no-quality", action="store_true",
+                        help="skip the speech-quality score (DistillMOS: about 3 s to start, 0.5 s a window)")
     parser.add_argument("--windows", type=int, default=2, metavar="N",
                         help="windows of about 30 s transcribed per chapter (default 2)")
     parser.add_argument("--seed", type=int, default=0, help="which windows are sampled (default 0)")
@@ -40,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         job_dir = None
     try:
         report = verify_m4b(args.m4b, job_dir, windows_per_chapter=args.windows, seed=args.seed,
-                            asr=not args.no_asr)
+                            asr=not args.no_asr, quality=not args.no_quality)
     except VerifyInputError as error:
         print(f"epub2audio: error: {error}", file=sys.stderr)
         return 2

@@ -1,8 +1,9 @@
 """What verify found: the report's rows and problems, and the report as text.
 
 A problem is a failure (the M4B is broken: container, layout, silence, pace, repetition, gaps, coverage; the
-job exits 1) or a doubt (speech recognition disagrees with the text: reported with where to
-listen, never a failed conversion; tiny.en is too weak a judge to fail a book on).
+job exits 1) or a doubt (speech recognition disagrees with the text, or DistillMOS scores a chapter far
+below its voice's norm: reported with where to listen, never a failed conversion; tiny.en and a
+quality model are too weak a judge to fail a book on).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 @dataclass
 class Problem:
-    check: str  # container | layout | silence | pace | repetition | gap | asr | coverage
+    check: str  # container | layout | silence | pace | repetition | gap | asr | quality | coverage
     message: str
     chapter: int | None = None  # 1-based position in the M4B
     segment: int | None = None  # 1-based within the chapter
@@ -49,6 +50,13 @@ class Window:
 
 
 @dataclass
+class QualityWindow:
+    start_seconds: float  # in the M4B
+    seconds: float  # scored: the window's first 7.68 s (the model's input), or all of a shorter one
+    distillmos: float  # 1 (bad) .. 5 (excellent)
+
+
+@dataclass
 class ChapterRow:
     number: int  # 1-based position in the M4B
     book_chapter: int | None  # 1-based chapter number in the book (as in --list-chapters)
@@ -66,6 +74,8 @@ class ChapterRow:
     book_characters: int | None = None  # letters and digits in the book's chapter
     read_characters: int | None = None  # letters and digits planned for reading
     coverage: float | None = None
+    distillmos: float | None = None  # speech quality, the mean over quality_windows (quality.py)
+    quality_windows: list[QualityWindow] = field(default_factory=list)
     passed: bool = True  # no failure in this chapter
     doubtful: bool = False  # speech recognition disagrees somewhere: listen
 
@@ -93,6 +103,7 @@ class VerifyReport:
     coverage: float | None  # letters+digits read / in the whole book
     thresholds: dict
     pace: dict = field(default_factory=dict)  # letters a voiced second over segments: median, p99, max, limit
+    quality: str = "off"  # DistillMOS: "done", "off", or why it did not run
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False, indent=1)
@@ -113,18 +124,19 @@ def format_report(report: VerifyReport) -> str:
              f"{'mono' if c.get('channels') == 1 else str(c.get('channels')) + ' ch'}"]
     lines.append(f"Container: chapters QuickTime {c.get('chapters_quicktime', 0)} / Nero {c.get('chapters_nero', 0)}, "
                  f"tags {' '.join(sorted(k for k in c.get('tags', {})))}, cover {'yes' if c.get('cover') else 'no'}")
-    lines.append(f"Job: {report.job_dir or 'none'}; intelligibility: {report.asr}")
+    lines.append(f"Job: {report.job_dir or 'none'}; intelligibility: {report.asr}; speech quality: {report.quality}")
     width = min(40, max([len(r.title) for r in report.chapters] + [7]))
     lines.append(f"{'#':>3}  {'Chapter':<{width}}  {'Length':>8}  {'Segs':>4}  {'Silent':>6}  {'Pace':>4}  "
-                 f"{'Gaps':>4}  {'WER':>5}  {'Win':>3}  {'Coverage':>8}  Verdict")
+                 f"{'Gaps':>4}  {'WER':>5}  {'Win':>3}  {'MOS':>4}  {'Coverage':>8}  Verdict")
     for r in report.chapters:
         title = " ".join(r.title.split())  # one line in the table
         title = title if len(title) <= width else title[: width - 1] + "…"
         wer_text = f"{r.wer:.3f}" if r.wer is not None else "-"
         cov = f"{100 * r.coverage:.1f}%" if r.coverage is not None else "-"
+        mos = f"{r.distillmos:.2f}" if r.distillmos is not None else "-"
         lines.append(f"{r.number:>3}  {title:<{width}}  {_clock(r.seconds):>8}  {r.segments:>4}  "
                      f"{r.silent_segments:>6}  {r.pace_segments:>4}  {r.long_silences:>4}  {wer_text:>5}  "
-                     f"{len(r.windows):>3}  {cov:>8}  {'FAIL' if not r.passed else 'doubt' if r.doubtful else 'ok'}")
+                     f"{len(r.windows):>3}  {mos:>4}  {cov:>8}  {'FAIL' if not r.passed else 'doubt' if r.doubtful else 'ok'}")
     if report.pace:
         p = report.pace
         lines.append(f"Pace: median {p['median']} letters/s of voiced audio (99th percentile {p['p99']}, "
