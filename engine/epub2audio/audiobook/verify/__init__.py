@@ -42,7 +42,7 @@ from .coverage import _check_coverage, _text_drops
 from .job import _check_layout, _load_job, _Seg
 from .report import (ChapterRow, Problem, SkippedText, VerifyInputError, VerifyReport, Window, doubts, failures,
                      format_report)
-from .speech import WER_DOUBT, WER_DOUBT_VERSE, WINDOW_SECONDS, _check_asr, choose_windows, score_window, transcribe
+from .speech import WER_DOUBT, WER_DOUBT_BY_LANGUAGE, WER_DOUBT_VERSE, WINDOW_SECONDS, _check_asr, choose_windows, score_window, transcribe
 from .words import edit_distance, normalize_words, spoken_text, wer
 
 __all__ = ["ChapterRow", "Problem", "SkippedText", "VerifyInputError", "VerifyReport", "WER_DOUBT", "Window",
@@ -128,7 +128,8 @@ def verify_m4b(m4b_path, job_dir: Path | None, *, windows_per_chapter: int = 2,
         coverage=coverage, pace=pace,
         thresholds={"wer_doubt": WER_DOUBT, "wer_doubt_verse": WER_DOUBT_VERSE, "silent_segment_dbfs": SILENT_SEGMENT_DBFS,
                     "long_silence_seconds": LONG_SILENCE_SECONDS, "pace_fast_factor": PACE_FAST_FACTOR,
-                    "pace_fast_floor": PACE_FAST_FLOOR, "pace_fast_ceiling": PACE_FAST_CEILING},
+                    "pace_fast_floor": PACE_FAST_FLOOR, "pace_fast_ceiling": PACE_FAST_CEILING,
+                    "wer_doubt_by_language": {code: list(limits) for code, limits in WER_DOUBT_BY_LANGUAGE.items()}},
     )
 
 
