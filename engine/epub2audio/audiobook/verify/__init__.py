@@ -14,8 +14,10 @@
    text warrants, and every chapter for a silence longer than 3 s.
 3. Intelligibility: a few windows of at most 30 s a chapter, chosen deterministically from `seed`
    and aligned to segment boundaries so the reference text is exact, are transcribed with the
-   packaged Whisper tiny.en and scored by word error rate against the book's own words (and the
-   planned text). Text not in English is never scored; speech problems are doubts, not failures.
+   packaged Whisper tiny.en (English) or the multilingual base (French, German, Spanish, Italian,
+   Portuguese: speech.py, multilingual.py) and scored by word error rate against the book's own
+   words (and the planned text). Text in any other language is never scored; speech problems are
+   doubts, not failures.
 4. Text coverage: the characters planned for reading against the book's chapters (the EPUB the job
    recorded), with every skip listed with its reason: the book's own skips (cover, contents, ...),
    chapters not selected, and any text the segmenter dropped.

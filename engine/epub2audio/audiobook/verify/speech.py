@@ -28,8 +28,22 @@ from .words import (BookWords, _alnum, collapse_loops, edit_distance, looks_like
 # book on, so a doubtful chapter is reported with where to listen.
 WER_DOUBT = 0.5
 WER_DOUBT_VERSE = 0.8
-# (prose, verse) doubt thresholds by language; a language not here has English's.
-WER_DOUBT_BY_LANGUAGE = {"en": (WER_DOUBT, WER_DOUBT_VERSE)}
+# (prose, verse) doubt thresholds by language. The multilingual base, told the language, on good
+# audio of the language's Kokoro pack (bench/wer_languages.py, 3-8 chapters of 2 windows a language;
+# bench/results/wer-languages-2core-busy.txt), against the same transcripts scored with another
+# chapter's text (the wrong audio):
+#   fr  ff_siwis, 8 chapters of 3 books: good 0.14-0.34 (pooled 0.19 and 0.30 in two runs; names,
+#       old words, Kokoro's French), wrong 0.96-1.95
+#   de  em_alex with espeak-ng's German (Kokoro has no German pack): good 0.19-0.23, wrong 1.06-1.10
+#   es  ef_dora, 6 chapters of Don Quijote: good 0.05-0.17 (pooled 0.08 and 0.15), wrong 0.91-1.17
+#   it  if_sara, three passages (no Italian corpus book): good 0.12-0.36 (Manzoni's and Dante's old
+#       Italian the highest), wrong 1.12-1.40
+#   pt  pf_dora, three passages (no Portuguese corpus book): good 0.13-0.23, wrong 0.93-1.39
+# The English rule holds: about twice the worst good chapter, and one wrong window next to a right
+# one (half right, half ~1.0: 0.6-0.7) still doubtful. Verse keeps English's 0.8 (below every
+# wrong chapter measured).
+WER_DOUBT_BY_LANGUAGE = {"en": (WER_DOUBT, WER_DOUBT_VERSE), "fr": (0.6, 0.8), "de": (0.5, 0.8),
+                         "es": (0.5, 0.8), "it": (0.6, 0.8), "pt": (0.5, 0.8)}
 # A chapter with fewer scored words than this is too small a sample to call doubtful (a title and
 # an author's name alone: "The Wasteland. T.S. Elliot." is WER 0.5).
 DOUBT_MIN_WORDS = 10
@@ -46,8 +60,8 @@ COMPRESSION_RATIO_LIMIT = 2.4
 LOG_PROB_LIMIT = -1.0
 
 
-# The languages the multilingual base hears (told which: never its own guess). Each has the doubt
-# threshold measured on its corpus books; see WER_DOUBT_BY_LANGUAGE.
+# The languages the multilingual base hears (told which: never its own guess), each with its doubt
+# thresholds in WER_DOUBT_BY_LANGUAGE.
 MULTILINGUAL = ("fr", "de", "es", "it", "pt")
 
 _MODELS: dict[str, object] = {}  # "en" (tiny.en) or "multilingual" (base) → the loaded model
