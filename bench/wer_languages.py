@@ -18,7 +18,8 @@ speaker reading German, which is harder to hear than a German voice would be.
 
 Wrong text: each chapter's transcripts scored against the next chapter's references (same
 language, pooled over the chapter, and window by window) -- what a chapter of the wrong audio
-scores. Costs no extra synthesis or ASR.
+scores. Costs no extra synthesis or ASR. `--voice joe`: the wrong voice, English joe reading the
+text (what a book gets when no installed voice speaks its language).
 """
 
 from __future__ import annotations
@@ -128,14 +129,19 @@ def to16k(audio: np.ndarray, rate: int) -> np.ndarray:
     return np.frombuffer(out, dtype="<f4")
 
 
-def measure(language: str, per_language: int, windows: int, seed: int) -> dict:
+def measure(language: str, per_language: int, windows: int, seed: int, voice_name: str | None = None) -> dict:
     from epub2audio.audiobook.verify.speech import WINDOW_PAD_SECONDS, WINDOW_SECONDS, score_window, transcribe
     from epub2audio.audiobook.verify.words import looks_like_verse, normalize_words
     from epub2audio.book.normalize import normalize
     from epub2audio.voices import kokoro
 
-    voice = kokoro.load(VOICES[language])
-    if language == "de":
+    if voice_name:  # the wrong voice: joe (English) reading the language's text
+        from epub2audio.voices.registry import load_voice
+
+        voice = load_voice(voice_name)
+    else:
+        voice = kokoro.load(VOICES[language])
+    if language == "de" and not voice_name:
         voice.phonemize = kokoro.EnglishPhonemizer(kokoro.vocab(), "de")
     rate = voice.info.sample_rate
     limit = WINDOW_SECONDS - WINDOW_PAD_SECONDS
@@ -188,6 +194,8 @@ def main() -> int:
     parser.add_argument("--chapters", type=int, default=3, help="chapters a language (default 3)")
     parser.add_argument("--windows", type=int, default=2, help="windows a chapter (default 2)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--voice", help="read every language with this voice instead (joe: an English "
+                                        "voice reading the book, what a book gets with no voice of its language)")
     args = parser.parse_args()
 
     from epub2audio.audiobook.verify.speech import WER_DOUBT_BY_LANGUAGE, wer_limits
@@ -196,9 +204,9 @@ def main() -> int:
     started = time.monotonic()
     summary = []
     for language in args.languages.split(","):
-        result = measure(language, args.chapters, args.windows, args.seed)
+        result = measure(language, args.chapters, args.windows, args.seed, args.voice)
         rows = [(n, ws) for n, ws in result["rows"] if ws]
-        print(f"\n{language}: {VOICES[language]}, {len(rows)} chapters, "
+        print(f"\n{language}: {args.voice or VOICES[language]}, {len(rows)} chapters, "
               f"{sum(len(ws) for _n, ws in rows)} windows, {result['audio_s']:.0f} s of audio heard")
         print(f"  {'chapter':<28} {'win':>3} {'words':>5} {'WER':>6} {'worst':>6} {'wrong':>6} kind")
         good, wrong, good_w, wrong_w = [], [], [], []
@@ -227,7 +235,7 @@ def main() -> int:
                 f"threshold {limits}")
         print(line)
         cost = result["asr_s"] / max(1e-9, result["audio_s"])
-        print(f"  cost: Kokoro {result['tts_s']:.0f} CPU s, Whisper base {result['asr_s']:.0f} CPU s for "
+        print(f"  cost: {args.voice or 'Kokoro'} {result['tts_s']:.0f} CPU s, Whisper base {result['asr_s']:.0f} CPU s for "
               f"{result['audio_s']:.0f} s of audio ({cost:.2f} CPU s an audio second, 1 thread)")
         summary.append(line)
     print("\nSummary")

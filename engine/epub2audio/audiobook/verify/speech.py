@@ -39,7 +39,8 @@ WER_DOUBT_VERSE = 0.8
 #   it  if_sara, three passages (no Italian corpus book): good 0.12-0.36 (Manzoni's and Dante's old
 #       Italian the highest), wrong 1.12-1.40
 #   pt  pf_dora, three passages (no Portuguese corpus book): good 0.13-0.23, wrong 0.93-1.39
-# The English rule holds: about twice the worst good chapter, and one wrong window next to a right
+# The wrong voice, English joe reading the text (a book no installed voice speaks): fr 0.83-0.94,
+# es 0.87-0.92, doubtful too. The English rule holds: about twice the worst good chapter, and one wrong window next to a right
 # one (half right, half ~1.0: 0.6-0.7) still doubtful. Verse keeps English's 0.8 (below every
 # wrong chapter measured).
 WER_DOUBT_BY_LANGUAGE = {"en": (WER_DOUBT, WER_DOUBT_VERSE), "fr": (0.6, 0.8), "de": (0.5, 0.8),
