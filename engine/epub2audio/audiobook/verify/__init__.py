@@ -140,7 +140,14 @@ def verify_conversion(out_path: Path, work_dir: Path, progress=None, *, asr: boo
     `stage {stage: "verify"}` and `verify {passed, problems, asr, coverage, wer}`."""
     if progress is not None:
         progress.emit("stage", stage="verify")
-    report = verify_m4b(out_path, work_dir, asr=asr)
+    from .multilingual import DamagedModel
+
+    try:
+        report = verify_m4b(out_path, work_dir, asr=asr)
+    except DamagedModel as error:  # the M4B is written: check what can be checked, and say why not the speech
+        report = verify_m4b(out_path, work_dir, asr=False)
+        report.asr = "unavailable"
+        report.notes.append(f"intelligibility not checked: {error}")
     if progress is not None:
         wers = [c.wer for c in report.chapters if c.wer is not None]
         progress.emit("verify", passed=report.passed, problems=[p.message for p in failures(report.problems)],
