@@ -21,7 +21,7 @@ from epub2audio.audiobook.verify import (
     score_window, verify_conversion, verify_m4b, wer,
 )
 from epub2audio.audiobook.verify.quality import MODEL_SAMPLES, VOICE_NORMS, distillmos_installed
-from epub2audio.audiobook.verify.speech import WINDOW_PAD_SECONDS, in_transcriber_language
+from epub2audio.audiobook.verify.speech import WINDOW_PAD_SECONDS, in_transcriber_language, transcriber_language
 from epub2audio.audiobook.verify.words import BookWords, collapse_loops, looks_like_verse, reads_as_english
 from epub2audio.book.epub import load_book
 from epub2audio.render import audio_chapters
@@ -86,8 +86,10 @@ def test_text_not_in_english_is_never_scored():
     assert reads_as_english("April is the cruellest month, breeding Lilacs out of the dead land.")
     assert reads_as_english("Call me Ishmael.")  # too short to judge: scored
     assert in_transcriber_language(_Seg(0, 0, "The morning was cold and grey.", 0, 1), "en-GB")
-    # the plan's own language wins over the text's look
-    assert not in_transcriber_language(_Seg(0, 0, "The morning was cold.", 0, 1, lang="fr"), "en")
+    # the plan's own language wins over the text's look: a segment tagged French is heard in French,
+    # one in a language no packaged model hears is not heard at all
+    assert transcriber_language(_Seg(0, 0, "The morning was cold.", 0, 1, lang="fr"), "en") == "fr"
+    assert not in_transcriber_language(_Seg(0, 0, "The morning was cold.", 0, 1, lang="nl"), "en")
     assert looks_like_verse("April is the cruellest month, breeding, Lilacs out of the dead land, mixing, "
                             "Memory and desire, stirring, Dull roots with spring rain.")
     assert not looks_like_verse("It was the best of times, it was the worst of times, it was the age of "

@@ -47,6 +47,7 @@ class Window:
     book_reference: str | None = None  # the book's own words for these segments, neutrally normalised
     loop_words: int = 0  # words of a transcriber loop left out of the score
     readings: list[str] = field(default_factory=list)  # where the plan reads the book's words otherwise
+    language: str = "en"  # what the transcriber was told (and the words normalised as)
 
 
 @dataclass

@@ -24,9 +24,15 @@ def _number_words(match: re.Match) -> str:
         return f" {' '.join(text)} "
 
 
-def normalize_words(text: str) -> list[str]:
-    """Lower-case words without punctuation, with numerals spelt out the same way on both sides
-    (num2words: "1851" → "eighteen fifty-one" → two words, "3rd" → "third")."""
+def normalize_words(text: str, language: str = "en") -> list[str]:
+    """Lower-case words without punctuation or accents, with numerals spelt out the same way on
+    both sides. English: num2words ("1851" → "eighteen fifty-one" → two words, "3rd" → "third").
+    French, German, Spanish, Italian: the reading our normaliser gives the narrator (book/normalize.py:
+    "XIXe siècle" → "dix-neuvième siècle", "z.B." → "zum Beispiel"), so a transcript's digits are
+    read as the plan read them; other languages: num2words in that language."""
+    code = primary_language(language)
+    if code != "en":
+        return _normalize_other(text, code)
     from num2words import num2words
 
     text = unicodedata.normalize("NFKC", text).lower()
@@ -36,9 +42,41 @@ def normalize_words(text: str) -> list[str]:
     text = text.replace("%", " percent ").replace("&", " and ")
     text = _NUMBER.sub(_number_words, text)
     text = re.sub(r"'", "", text)  # don't → dont, on both sides
-    text = "".join(ch if ch.isalnum() else " " for ch in unicodedata.normalize("NFKD", text)
+    return [_HOMOPHONES.get(w, w) for w in _fold(text).split()]
+
+
+def primary_language(language: str | None) -> str:
+    """The primary subtag of a BCP 47 tag, lower case; English when there is none."""
+    return (language or "en").split("-")[0].split("_")[0].lower() or "en"
+
+
+def _fold(text: str) -> str:
+    """Accents off, everything but letters and digits a space: é and e, ü and u are one letter on
+    both sides (Whisper and the book disagree on accents more often than on words)."""
+    return "".join(ch if ch.isalnum() else " " for ch in unicodedata.normalize("NFKD", text)
                    if not unicodedata.combining(ch))
-    return [_HOMOPHONES.get(w, w) for w in text.split()]
+
+
+def _normalize_other(text: str, code: str) -> list[str]:
+    from num2words import num2words
+
+    from ...book.normalize import LANGUAGES, normalize
+
+    text = unicodedata.normalize("NFKC", text).replace("’", "'").replace("‘", "'")
+    if code in LANGUAGES:
+        text = normalize(text, code)  # before lower-casing: Roman numerals and abbreviations need case
+
+    def spell(match: re.Match) -> str:
+        try:
+            return f" {num2words(int(match.group(0)), lang=code)} "
+        except (OverflowError, NotImplementedError):
+            return f" {' '.join(match.group(0))} "
+
+    text = re.sub(r"\d+", spell, text.lower())  # what the normaliser left, or a language without one
+    # l'homme, dell'anno: the elided article is a word of its own (Whisper writes "l' homme" too);
+    # ß is ss (Swiss spelling, and Whisper's when unsure).
+    text = text.replace("'", " ").replace("ß", "ss")
+    return _fold(text).split()
 
 
 # Words a listener cannot tell apart and tiny.en picks between at random ("Two" → "to"): folded the
@@ -69,9 +107,9 @@ def edit_distance(ref: list[str], hyp: list[str]) -> int:
     return previous[-1]
 
 
-def wer(reference: str, hypothesis: str) -> float:
-    ref = normalize_words(reference)
-    return edit_distance(ref, normalize_words(hypothesis)) / max(1, len(ref))
+def wer(reference: str, hypothesis: str, language: str = "en") -> float:
+    ref = normalize_words(reference, language)
+    return edit_distance(ref, normalize_words(hypothesis, language)) / max(1, len(ref))
 
 
 def spoken_text(segment_text: str) -> str:
@@ -151,6 +189,41 @@ def reads_as_english(text: str) -> bool:
     return sum(w in _ENGLISH for w in words) >= ENGLISH_MIN_SHARE * len(words)
 
 
+# The commonest words of each language the multilingual model hears, folded as normalize_words
+# folds them: real prose has one in every three to five words, a Latin or English quotation few.
+_COMMON = {
+    "fr": "le la les de des du un une et est en que qui dans il elle ne pas pour par sur au aux se sa son "
+          "ses ce cette avec plus nous vous je on mais ou etait a lui leur l d qu s n",
+    "de": "der die das und ist nicht ein eine zu den dem des in mit sich er sie es ich auf fur von war auch "
+          "als an wie so dass aus noch nur bei hat",
+    "es": "el la los las de del y que en un una es no se por con su para lo al como mas pero sus le ya o fue "
+          "ha me si sin sobre este",
+    "it": "il la le di che e un una in non per con si del della lo gli i da al ma come piu sono era ha anche "
+          "se questo suo l",
+    "pt": "o a os as de do da dos das e que em um uma nao para com se por no na mais como mas ao foi ele ela "
+          "seu sua",
+}
+COMMON_WORDS = {code: frozenset(words.split()) for code, words in _COMMON.items()}
+
+
+def reads_as(text: str, language: str) -> bool:
+    """Whether text looks like `language` enough to score it with that language's transcriber:
+    English as reads_as_english; French, German, Spanish, Italian and Portuguese by the same test
+    on their own common words. An untagged Latin epigraph in a French book is left out."""
+    code = primary_language(language)
+    if code == "en":
+        return reads_as_english(text)
+    letters = [ch for ch in text if ch.isalpha()]
+    if letters:
+        foreign = sum(not unicodedata.name(ch, "LATIN").startswith("LATIN") for ch in letters)
+        if foreign > NON_LATIN_MAX_SHARE * len(letters):
+            return False
+    words = normalize_words(text, code)
+    if len(words) < ENGLISH_MIN_WORDS or code not in COMMON_WORDS:
+        return True
+    return sum(w in COMMON_WORDS[code] for w in words) >= ENGLISH_MIN_SHARE * len(words)
+
+
 # A verse line starts with a capital: a book's line group, joined into one block, reads
 # "month, breeding, Lilacs out of the dead land, mixing, Memory and desire". Prose rarely has a
 # capitalised word (other than "I") after a comma; The Waste Land has one every 5-11 words
@@ -168,16 +241,16 @@ class BookWords:
     """The book's own words of a chapter, aligned to its planned segments, so a window of
     segments can be scored against what the book says rather than what the normaliser made of
     it ("I" read as "one" is then an error). Both sides are normalised the neutral way
-    (normalize_words: case, punctuation, numerals by num2words)."""
+    (normalize_words: case, punctuation, numerals, in the chapter's language)."""
 
-    def __init__(self, book_text: str, segment_texts: list[str]):
+    def __init__(self, book_text: str, segment_texts: list[str], language: str = "en"):
         import difflib
 
-        self.book = normalize_words(book_text)
+        self.book = normalize_words(book_text, language)
         self.plan, self.starts = [], []  # plan words; where each segment's words start
         for text in segment_texts:
             self.starts.append(len(self.plan))
-            self.plan += normalize_words(spoken_text(text))
+            self.plan += normalize_words(spoken_text(text), language)
         self.starts.append(len(self.plan))
         matcher = difflib.SequenceMatcher(None, self.book, self.plan, autojunk=False)
         self.opcodes = matcher.get_opcodes()
