@@ -13,7 +13,7 @@ is that process's, the model included), loaded as a worker loads it (registry.lo
 thread), warmed up once; speed is CPU seconds per audio second of synthesis (CPU, not wall: the
 machine may be shared). The audio is resampled to 16 kHz by ffmpeg and heard by the [verify]
 extra's Whisper tiny.en (as `epub2audio verify` hears) and scored by DistillMOS (distillmos 0.9.1,
-one torch thread), pooled over the windows. Voices that are not measured: the test tone (no
+one torch thread, through verify's own scorer: audiobook/verify/quality.py), pooled over the windows. Voices that are not measured: the test tone (no
 words), CosyVoice3 and Qwen3-TTS (no real weights on this machine).
 
 The default rule (issue 30): among the voices whose pooled WER is no worse than joe's and that read
@@ -120,34 +120,7 @@ def synthesize_child(name: str, texts_path: Path, out_dir: Path) -> None:
         {"cpu": cpu, "seconds": samples / rate, "load_cpu": load_cpu, "peak_mib": peak_kib / 1024}))
 
 
-class DistillMOS:
-    """distillmos 0.9.1's model, fed 16 kHz arrays (its module imports torchaudio only to load and
-    resample files, which we do with ffmpeg)."""
-
-    def __init__(self):
-        import contextlib
-        import io
-        import types
-
-        import torch
-
-        torch.set_num_threads(1)
-        try:
-            import torchaudio  # noqa: F401
-        except ImportError:
-            sys.modules["torchaudio"] = types.ModuleType("torchaudio")
-        from distillmos.sqa import ConvTransformerSQAModel
-
-        with contextlib.redirect_stdout(io.StringIO()):
-            self.model = ConvTransformerSQAModel().eval()
-        self.torch = torch
-
-    def score(self, audio16k: np.ndarray) -> float:
-        with self.torch.no_grad():
-            return float(self.model(self.torch.from_numpy(np.ascontiguousarray(audio16k, np.float32))[None])[0])
-
-
-def measure(name: str, texts: list[str], mos: DistillMOS) -> dict:
+def measure(name: str, texts: list[str], mos) -> dict:
     from epub2audio.audiobook.verify.speech import transcribe
     from epub2audio.audiobook.verify.words import edit_distance, normalize_words
 
@@ -197,7 +170,9 @@ def main() -> int:
     print(f"{len(texts)} windows ({', '.join(f'{k} {kinds.count(k)}: {BOOKS[k]}' for k in BOOKS)}), "
           f"{sum(map(len, texts))} characters; {platform.machine()}, {os.cpu_count()} cores, "
           f"1 thread a voice; load average {os.getloadavg()[0]:.2f} at start", flush=True)
-    mos = DistillMOS()
+    from epub2audio.audiobook.verify.quality import MosScorer
+
+    mos = MosScorer()  # verify's DistillMOS child; here each whole window is scored (all its 7.68 s crops)
     header = (f"{'voice':<20}{'CPU s/audio s':>14}{'10 h book, 2 cores':>20}{'WER':>7}"
               + "".join(f"{k[:6]:>7}" for k in BOOKS) + f"{'MOS':>6}{'MOS p10':>8}{'audio s':>9}{'peak MiB':>9}")
     print("\n" + header + "\n" + "WER by kind of book; MOS = mean DistillMOS of the windows, p10 its 10th percentile",
