@@ -125,3 +125,10 @@ def edit_epub(path: Path, member: str, old: str, new: str) -> Path:
         for name, data in files.items():
             zf.writestr(name, data, zipfile.ZIP_STORED if name == "mimetype" else zipfile.ZIP_DEFLATED)
     return path
+
+
+def in_language(path: Path, code: str) -> Path:
+    """The factory's book (dc:language en) rewritten to say dc:language `code`."""
+    with zipfile.ZipFile(path) as zf:
+        (opf,) = [name for name in zf.namelist() if name.endswith(".opf")]
+    return edit_epub(path, opf, "<dc:language>en</dc:language>", f"<dc:language>{code}</dc:language>")

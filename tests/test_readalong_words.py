@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,7 @@ import pytest
 from lxml import etree
 
 from cli_run import SAMPLE, epub2audio
-from epub_factory import make_epub, xhtml
+from epub_factory import in_language, make_epub, xhtml
 from epub2audio.audiobook.timings import book_timings
 from epub2audio.audiobook.words import written_word_begins
 from epub2audio.store import SegmentStore
@@ -199,18 +198,6 @@ FRENCH_BOOK = ["Le Chat et la Table",
                "Quand la nuit tombe, il descend enfin et regarde la fenêtre avec patience."]
 
 
-def _in_french(book: Path) -> Path:
-    """The factory's book with dc:language fr."""
-    with zipfile.ZipFile(book) as z:
-        entries = [(i, z.read(i)) for i in z.infolist()]
-    with zipfile.ZipFile(book, "w") as z:
-        for info, data in entries:
-            if info.filename.endswith(".opf"):
-                data = data.replace(b"<dc:language>en</dc:language>", b"<dc:language>fr</dc:language>")
-            z.writestr(info, data)
-    return book
-
-
 @needs_epubcheck
 def test_word_level_works_in_the_voices_own_language(tmp_path):
     """joe's weights under French espeak-ng, on a French book: French words, French timings."""
@@ -219,8 +206,8 @@ def test_word_level_works_in_the_voices_own_language(tmp_path):
     model = french_joe(tmp_path / "m", "fr_FR-joe-medium")
     assert epub2audio("voice", "add", "jofr", "--piper", str(model)).code == 0
     body = f"<h1>{FRENCH_BOOK[0]}</h1>" + "".join(f"<p>{p}</p>" for p in FRENCH_BOOK[1:])
-    book = _in_french(make_epub(tmp_path, {"c1.xhtml": xhtml(body, FRENCH_BOOK[0])},
-                                nav=[(FRENCH_BOOK[0], "c1.xhtml")], name="chat.epub"))
+    book = in_language(make_epub(tmp_path, {"c1.xhtml": xhtml(body, FRENCH_BOOK[0])},
+                                nav=[(FRENCH_BOOK[0], "c1.xhtml")], name="chat.epub"), "fr")
     french = piper.load(name="piper:jofr", options={"model": str(model), "config": str(model) + ".json"})
     found = _check_words_against_durations(tmp_path, book, "piper:jofr", french)
     assert [w[0] for w in _word_pars(found["files"])[1][1]] == FRENCH_BOOK[1].split()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from epub2audio.audiobook.verify import multilingual, speech
 from epub2audio.audiobook.verify.report import VerifyInputError
 from epub2audio.audiobook.verify.speech import transcriber_language, wer_limits
 from epub2audio.audiobook.verify.words import normalize_words, reads_as
+from epub_factory import in_language
 from run_cache import built_once
 
 
@@ -148,21 +148,10 @@ FRENCH = [
 ]
 
 
-def _in_french(book: Path) -> Path:
-    with zipfile.ZipFile(book) as z:
-        entries = [(i, z.read(i)) for i in z.infolist()]
-    with zipfile.ZipFile(book, "w") as z:
-        for info, data in entries:
-            if info.filename.endswith(".opf"):
-                data = data.replace(b"<dc:language>en</dc:language>", b"<dc:language>fr</dc:language>")
-            z.writestr(info, data)
-    return book
-
-
 @pytest.fixture(scope="module")
 def french_conversion(tmp_path_factory):
     folder = tmp_path_factory.mktemp("verify-fr")
-    book = _in_french(story_epub(folder, FRENCH))
+    book = in_language(story_epub(folder, FRENCH), "fr")
     out, job = folder / "livre.m4b", folder / "job"
     env = dict(os.environ, EPUB2AUDIO_CACHE_DIR=str(folder / "cache"), EPUB2AUDIO_DATA_DIR=str(folder / "data"),
                EPUB2AUDIO_CONFIG=str(folder / "no-config.toml"))
