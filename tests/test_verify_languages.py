@@ -43,9 +43,9 @@ def test_parts_are_joined_atomically_and_a_wrong_hash_is_refused_in_one_line(tmp
     parts[0].write_bytes(b"first half,"), parts[1].write_bytes(b" second half")
     target = tmp_path / "data" / "model.bin"
     good = hashlib.sha256(b"first half, second half").hexdigest()
-    assert multilingual.join_parts(parts, target, good).read_bytes() == b"first half, second half"
+    assert multilingual.join_model(parts, target, good).read_bytes() == b"first half, second half"
     with pytest.raises(VerifyInputError) as refused:
-        multilingual.join_parts(parts, tmp_path / "data" / "other.bin", "0" * 64)
+        multilingual.join_model(parts, tmp_path / "data" / "other.bin", "0" * 64)
     assert "\n" not in str(refused.value) and "reinstall" in str(refused.value)
     # nothing of the refused copy is left, not even its temp file; the good one is untouched
     assert sorted(p.name for p in target.parent.iterdir()) == ["model.bin"]
@@ -59,7 +59,7 @@ def test_the_model_is_joined_once_and_checked(whisper_data, monkeypatch):
     def rejoin(*_args):
         raise AssertionError("joined again")
 
-    monkeypatch.setattr(multilingual, "join_parts", rejoin)
+    monkeypatch.setattr(multilingual, "join_model", rejoin)
     assert multilingual.model_path() == folder  # the joined copy's hash is right: used as it is
 
 
@@ -69,7 +69,7 @@ def test_a_damaged_joined_model_is_joined_again(tmp_path, monkeypatch):
     model.parent.mkdir()
     model.write_bytes(b"half a model")
     joined = []
-    monkeypatch.setattr(multilingual, "join_parts", lambda parts, target, sha: joined.append(target) or target)
+    monkeypatch.setattr(multilingual, "join_model", lambda parts, target, sha: joined.append(target) or target)
     multilingual.model_path()
     assert joined == [model]
 

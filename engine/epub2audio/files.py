@@ -35,3 +35,28 @@ def atomic_write(path: str | os.PathLike, data: bytes, *, shared: bool = False) 
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def join_parts(parts, target: Path, sha256: str) -> str:
+    """Concatenate `parts` (paths or package resources, anything with open("rb"), in order) into
+    `target`, atomically: a temp file in target's folder, hashed as it is written and renamed into
+    place only when its sha256 is `sha256`. Returns the digest of what the parts made (the caller
+    words the error when it differs). Concurrent callers each write a whole copy; the last rename wins."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with part.open("rb") as src:
+                    for block in iter(lambda: src.read(1 << 20), b""):
+                        digest.update(block)
+                        out.write(block)
+            out.flush()
+            os.fsync(out.fileno())
+        if digest.hexdigest() == sha256:
+            os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return digest.hexdigest()

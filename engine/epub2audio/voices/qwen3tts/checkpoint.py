@@ -214,6 +214,16 @@ class Checkpoint:
         table = self.talker_modules.get(TEXT_TABLE)
         return getattr(table, "row_of_id", None)
 
+    def files(self) -> list[Path]:
+        """Every file synthesis reads from the folder: the official layout's, or a compressed
+        folder's manifest and stored stages (what voice.folder_id hashes)."""
+        if self.compressed is None:
+            return self.paths.required()
+        d = self.paths.model_dir
+        names = [MANIFEST, *MODEL_FILES[:2], *TEXT_TOKENIZER_FILES, TALKER_FILE, f"{SPEECH_TOKENIZER}/config.json",
+                 DECODER_FILE]
+        return [d / n for n in names] + [d / n for n in (ENCODER_FILE, SPEAKER_ENCODER_FILE) if (d / n).is_file()]
+
     def build_talker(self):
         from .talker import Talker
 

@@ -81,7 +81,7 @@ def folder_id(ck: Checkpoint) -> str:
     # v2: a built-in speaker's default prompt became upstream's non-streaming one (issue 31); ids
     # made before name streaming-layout audio, so a resumed job must not reuse their segments
     h = hashlib.sha256(b"epub2audio qwen3tts model_id v2\0")
-    for p in ck.paths.required():
+    for p in ck.files():
         name = p.relative_to(ck.paths.model_dir).as_posix()
         size = p.stat().st_size
         h.update(f"{name}\0{size}\0".encode())
@@ -150,9 +150,9 @@ class _Stages:
         if place == "cuda":
             versions["cuda"] = str(torch.version.cuda)
         return cls(tokenizer=load_text_tokenizer(ck.paths.model_dir, ck.text_ids),
-                   talker=Talker.from_state_dict(ck.talker_args, ck.state_dict),
-                   code_predictor=CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict),
-                   decoder=Decoder.from_state_dict(ck.decoder_args, ck.decoder_state_dict).to(place),
+                   # the checkpoint builds them: a compressed folder's Talker takes its stored text table
+                   talker=ck.build_talker(), code_predictor=ck.build_code_predictor(),
+                   decoder=ck.build_decoder().to(place),
                    versions=versions,
                    id_tail=("" if place == "cpu" else "@decoder=" + place)
                            + ("" if length_cap == "tight" else "+cap-" + length_cap) + layout_tag)  # fmt: skip
