@@ -64,7 +64,7 @@ class ConfigWidget(QWidget):
         self.fill_voices(prefs['voice'])
         self.engine_path.edit.editingFinished.connect(lambda: self.fill_voices(self.voice_name()))
         self.voice.setToolTip('The voice name passed to epub2audio --voice: auto (default: hibari for English), '
-                              'joe, kokoro:af_heart (about 100 times slower than hibari), piper:NAME, ... '
+                              'joe, kokoro:af_heart (about 65 times slower than hibari), piper:NAME, ... '
                               '(`epub2audio voice list` shows them; "tone" is a quick test voice)')
         voice_row = QHBoxLayout()
         voice_row.addWidget(self.voice, 1)

@@ -663,8 +663,9 @@ def _auto_workers(pool, details: VoiceDetails, planned: list[PlannedSegment], po
 
 def _auto_voice(book: Book, options: ConvertOptions, progress: Progress, resumed: str | None = None) -> ConvertOptions:
     """`--voice auto`: the installed voice that speaks the book's language (voices.catalog.choose_voice),
-    or, for a job begun with another voice that auto chose then (the default has changed since, or
-    another voice was installed), that voice: a resumed book is never read by two voices."""
+    or, for a job begun with another voice (auto's choice then, before the default changed or another
+    voice was installed, or one named), that voice if it is still installed: a resumed book is never
+    read by two voices."""
     config = load_config()
     name, warning = choose_voice(book.language, config)
     if resumed and resumed != name and resumed != AUTO:

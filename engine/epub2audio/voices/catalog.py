@@ -325,7 +325,7 @@ class Listed:
 
 def listing() -> list[Listed]:
     """Every voice that can be used here, with its family, languages and sample rate."""
-    # The default first (hibari, then joe), then Kokoro (rated as high, but 100x slower than hibari:
+    # The default first (hibari, then joe), then Kokoro (rated as high, but 65x slower than hibari:
     # docs/voices.md), then the other Piper voices, CosyVoice3 and the test tone last.
     hibari = Listed("hibari", "hibari", SPEAKS["hibari"], SAMPLE_RATES["hibari"],
                     "Heart, hibari's 8M student of Kokoro af_heart (en-US female; default)")
