@@ -147,6 +147,14 @@ def test_audiobookshelf_tags_through_ffprobe(books, fmt):
     assert {k: tags.get(k) for k in SHELF} == SHELF
 
 
+def test_the_m4b_also_names_its_series_as_a_movement(books):
+    """tone's movementName / movement (Audiobookshelf's mvnm / mvin), beside series and grouping."""
+    from mutagen.mp4 import MP4
+
+    tags = MP4(books["m4b"].path).tags
+    assert (tags["©mvn"], tags["©mvi"], tags["©grp"]) == (["Sea Tales"], [2], ["Sea Tales"])
+
+
 @pytest.mark.parametrize("fmt", ["mp3", "opus"])
 def test_the_same_loudness_as_the_m4b(books, fmt):
     def lufs(path):

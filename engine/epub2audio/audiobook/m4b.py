@@ -535,6 +535,11 @@ def _add_freeform_tags(path: Path, tags: Tags) -> None:
             mp4[ITUNES_FREEFORM + name] = [MP4FreeForm(value.encode("utf-8"), dataformat=AtomDataType.UTF8)]
         if "series" in freeform:
             mp4["©grp"] = [freeform["series"]]  # grouping: where Apple's apps and Plex guides put a series
+            # movement name and number: where tone and the players that follow it (and Audiobookshelf's
+            # mvnm/mvin) look for a series and its part; the number only when the part is a whole one
+            mp4["©mvn"] = [freeform["series"]]
+            if freeform.get("series-part", "").isdigit() and 0 < int(freeform["series-part"]) < 1 << 16:
+                mp4["©mvi"] = [int(freeform["series-part"])]
         mp4.save()
     except Exception as exc:  # mutagen raises its own error types; the caller expects M4BError
         raise M4BError(f"could not add tags to the encoded M4B: {exc}") from exc
