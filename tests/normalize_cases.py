@@ -57,6 +57,15 @@ YEARS = [
     ("Berlin, 1869-71", "Berlin, eighteen sixty-nine to eighteen seventy-one"),
     ("in 1790, 1800 and 1810", "in seventeen ninety, eighteen hundred and eighteen ten"),
     ("by 1100", "by eleven hundred"),
+    ("In 1850 there were 1522 manufacturing establishments.",
+     "In eighteen fifty there were one thousand five hundred and twenty-two manufacturing establishments."),
+    ("He marched with 1200 men.", "He marched with one thousand two hundred men.",
+     "He marched with twelve hundred men."),
+    ("It cost over 1500 dollars.", "It cost over one thousand five hundred dollars.",
+     "It cost over fifteen hundred dollars."),
+    ("About 1850 the railway came.", "About eighteen fifty the railway came."),
+    ("The house was built in 1887 and sold in 1902.", "The house was built in eighteen eighty-seven and sold in nineteen oh two."),
+    ("Born about 1810, he died in 1871.", "Born about eighteen ten, he died in eighteen seventy-one."),
 ]
 
 DECADES = [

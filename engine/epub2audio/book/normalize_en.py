@@ -949,6 +949,11 @@ _ORDINAL = _c(r"\b(\d{1,3}(?:,\d{3})*|\d+)(?i:st|nd|rd|th)\b")  # 4th, 4TH
 _SPAN = _c(r"(?<![\w.,/-])(?P<a>\d+)\s?[-–]\s?(?P<b>\d+)(?![\w.,/-]\d)")
 _BETWEEN_BEFORE = _c(r"\bbetween\s+$", re.IGNORECASE)
 _YEAR_SHAPE = _c(r"1[1-9]\d\d|20\d\d")
+# A year-shaped number that counts things: after a verb of having or being, or a word of amount,
+# and before a word ("there were 1522 manufacturing establishments", "with 1200 men"). A year there
+# reads as a year ("in 1867 he left", "about 1850 the railway came": "about" is a circa as often).
+_COUNT_OF_THINGS = _c(r"\b((?:were|are|had|has|have|with|only|nearly|almost|some|over|than) )"
+                      r"(1[1-9]\d\d|20\d\d)(?= [a-z])")
 _FRACTION_NUMBERS = _c(r"(?<![\w/])(?:(?P<whole>\d+)\s)?(?P<num>\d{1,2})/(?P<den>\d{1,2})(?![\w/])")
 _EARLY_YEAR = _c(r"\b(in|of|since|until|till|from|by|year|circa|about|around) (10\d\d)\b(?![\w%]|[.,]\d)")
 _YEAR = _c(r"(?<![\w.,$£€])(1[1-9]\d\d|20\d\d)(?![\w%]|[.,]\d)")
@@ -1008,6 +1013,7 @@ def _years_and_numbers(text: str) -> str:
     text = _FRACTION_NUMBERS.sub(_fraction, text)
     # Years, then every other number. 1000-1099 are years only where a year is expected.
     text = _EARLY_YEAR.sub(lambda m: f"{m[1]} {year(m[2])}", text)
+    text = _COUNT_OF_THINGS.sub(lambda m: f"{m[1]}{cardinal(m[2])}", text)
     text = _YEAR.sub(lambda m: year(m[1]), text)
     text = _NUMBER.sub(lambda m: cardinal(m[0]), text)
     return _GLUED_DIGITS.sub(_glued, text)
