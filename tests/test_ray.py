@@ -113,7 +113,7 @@ def test_tone_on_two_nodes_gives_the_local_bytes(lab, book, local_bytes, tmp_pat
     assert capture.pool.stats.died == 0
 
 
-def test_joe_on_ray_gives_the_local_bytes(lab, tmp_path):
+def test_the_default_voice_on_ray_gives_the_local_bytes(lab, tmp_path):
     local = epub2audio(SAMPLE, "--chapters", "2", "-o", tmp_path / "local.m4b", "--no-verify")
     assert local.code == 0, local.stderr
     remote = epub2audio(SAMPLE, "--chapters", "2", "-o", tmp_path / "ray.m4b", "--no-verify",
