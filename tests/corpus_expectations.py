@@ -75,7 +75,7 @@ BOOKS = {
         'read_share': 0.998,
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 1206631,
-        'skipped_chars': [13, 0, 14, 0, 535, 527],
+        'skipped_chars': [13, 0, 148, 14, 0, 535, 527],
         # Etymology, Extracts, 135 chapters, Epilogue. The transcriber's notes are marked
         # epub:type="colophon" by the book itself.
         "titles": [
@@ -221,6 +221,7 @@ BOOKS = {
         "skipped": [
             ('Contents', 'table of contents (nav document)'),
             ('Moby-Dick', 'non-linear spine item'),
+            ('Lines of links', 'lines whose text is all links within the book (contents, index or back-links inside the text)'),
             ('Brief Contents', 'table of contents (epub:type)'),
             ('Moby-Dick', 'title page (epub:type)'),
             ('Original Transcriber’s Notes:', 'colophon (epub:type)'),
@@ -464,7 +465,7 @@ BOOKS = {
         'read_share': 0.967,  # its transcriber's list of corrections is not read (issue 29)
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 865369,
-        'skipped_chars': [0, 19688, 133, 1425, 467, 5162, 508],
+        'skipped_chars': [0, 19688, 15, 133, 1425, 467, 5162, 508],
         # 24 + 23 chapters. The title page (named like the book, 133 characters), Gutenberg's
         # "Au lecteur" (a note on the e-book) and the transcriber's list of corrections (5,162
         # characters, more than a page, but nearly every line of it is «x» remplacé par «y») are skipped.
@@ -520,6 +521,7 @@ BOOKS = {
         "skipped": [
             ('Cover', 'non-linear spine item'),
             ('Project Gutenberg header and licence', "Project Gutenberg boilerplate (ebookmaker's pgheader/pgfooter boxes)"),
+            ('Lines of links', 'lines whose text is all links within the book (contents, index or back-links inside the text)'),
             ('VINGT MILLE LIEUES SOUS LES MERS', "title page (the book's title)"),
             ('TABLE DES MATIÈRES.', 'table of contents (guide)'),
             ('Au lecteur.', "transcriber's note (text)"),
@@ -719,7 +721,7 @@ BOOKS = {
         'read_share': 0.967,
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 874202,
-        'skipped_chars': [19151, 0, 36, 41, 403, 8, 24],
+        'skipped_chars': [19151, 337, 0, 36, 41, 403, 8, 24],
         # The title page is three entries (title, translator, volume); the second "THE HISTORY OF
         # HERODOTUS" is a half-title before Book I. Both are skipped.
         "titles": [
@@ -736,6 +738,7 @@ BOOKS = {
         ],
         "skipped": [
             ('Project Gutenberg header and licence', "Project Gutenberg boilerplate (ebookmaker's pgheader/pgfooter boxes)"),
+            ('Lines of links', 'lines whose text is all links within the book (contents, index or back-links inside the text)'),
             ('Cover', 'cover (guide)'),
             ('THE HISTORY OF HERODOTUS', "title page (the book's title)"),
             ('Translated into English by G. C. Macaulay', 'title page (a line of the title page)'),
@@ -759,7 +762,7 @@ BOOKS = {
         'read_share': 0.539,
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 22556,
-        'skipped_chars': [0, 18768, 310, 25, 53, 31, 0, 0, 0],
+        'skipped_chars': [0, 18768, 149, 310, 25, 53, 31, 0, 0, 0],
         # EpubMaker 0.3: the NCX lists a note on the original HTML file, the title twice, the book's own contents list (three linked h3 lines under "Frontpiece", with the list of illustrations) and the three chapters: only the chapters are read.
         "titles": [
             'CHAPTER I.',
@@ -769,6 +772,7 @@ BOOKS = {
         "skipped": [
             ('Cover', 'non-linear spine item'),
             ('Project Gutenberg header and licence', "Project Gutenberg boilerplate (ebookmaker's pgheader/pgfooter boxes)"),
+            ('Lines of links', 'lines whose text is all links within the book (contents, index or back-links inside the text)'),
             ("A DOG'S TALE, By Mark Twain", "transcriber's note (text)"),
             ("A DOG'S TALE", "title page (the book's title)"),
             ("A DOG'S TALE", "title page (the book's title)"),
@@ -849,7 +853,7 @@ BOOKS = {
         'read_share': 0.692,
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 172245,
-        'skipped_chars': [18830, 0, 2081, 8, 0, 34016, 18992],
+        'skipped_chars': [18830, 440, 0, 2081, 8, 0, 34016, 18992],
         "titles": [
             'PREFACE.',
             'THE STORY.',
@@ -904,6 +908,7 @@ BOOKS = {
         ],
         "skipped": [
             ('Project Gutenberg header and licence', "Project Gutenberg boilerplate (ebookmaker's pgheader/pgfooter boxes)"),
+            ('Lines of links', 'lines whose text is all links within the book (contents, index or back-links inside the text)'),
             ('Cover', 'cover (guide)'),
             ('The Project Gutenberg eBook of Beowulf, by', 'title page (its lines and contents lines)'),
             ('BEOWULF.', "title page (the book's title)"),
@@ -1208,7 +1213,7 @@ BOOKS = {
         'read_share': 0.985,
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 2087349,
-        'skipped_chars': [18961, 0, 45, 139, 45, 0],
+        'skipped_chars': [18961, 12370, 0, 45, 139, 45, 0],
         "titles": [
             'TASA',
             'TESTIMONIO DE LAS ERRATAS',
@@ -1351,6 +1356,7 @@ BOOKS = {
         ],
         "skipped": [
             ('Project Gutenberg header and licence', "Project Gutenberg boilerplate (ebookmaker's pgheader/pgfooter boxes)"),
+            ('Lines of links', 'lines whose text is all links within the book (contents, index or back-links inside the text)'),
             ('Cover', 'cover (cover image page)'),
             ('El ingenioso hidalgo don Quijote de la Mancha', 'title page (a line of the title page)'),
             ('por Miguel de Cervantes Saavedra', 'title page (text)'),
@@ -1401,7 +1407,7 @@ BOOKS = {
         'cover_type': 'image/jpeg',
         'read_share': 0.995,
         'read_chars': 319139,
-        'skipped_chars': [17, 102, 635, 432],
+        'skipped_chars': [17, 7786, 102, 635, 432],
         "titles": [
             'Terminology',
             'EPUB 3 Overview',
@@ -1720,6 +1726,7 @@ BOOKS = {
         ],
         "skipped": [
             ('EPUB 3 Specifications - Table of Contents', 'table of contents (nav document)'),
+            ('Lines of links', 'lines whose text is all links within the book (contents, index or back-links inside the text)'),
             ('Table of Contents', 'repeated text (6 times, in 6 of 10 files)'),
             ('EPUB Media Overlays 3.0 [MediaOverlays30], which defines a …', 'repeated text (5 times, in 5 of 10 files)'),
             ('EPUB 3.0 Specification', 'title page (file name)'),
@@ -1735,7 +1742,7 @@ BOOKS = {
         'read_share': 0.966,
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 699033,
-        'skipped_chars': [19432, 0, 201, 11, 15, 10, 40, 24, 37, 28, 82, 53, 71],
+        'skipped_chars': [19432, 122, 0, 201, 11, 15, 10, 40, 24, 37, 28, 82, 53, 71],
         "titles": [
             'DE',
             "L'ESPRIT DES LOIS",
@@ -1937,6 +1944,7 @@ BOOKS = {
         ],
         "skipped": [
             ('Project Gutenberg header and licence', "Project Gutenberg boilerplate (ebookmaker's pgheader/pgfooter boxes)"),
+            ('Lines of links', 'lines whose text is all links within the book (contents, index or back-links inside the text)'),
             ('Cover', 'cover (guide)'),
             ("Esprit des lois / livres I à V, précédés d'une introduction de l'éditeur", "transcriber's note (text)"),
             ('MONTESQUIEU', 'title page (a line of the title page)'),
@@ -3180,6 +3188,7 @@ BOOKS = {
         ],
         "skipped": [
             ('Table of Contents', 'table of contents (nav document)'),
+            ('Lines of links', 'lines whose text is all links within the book (contents, index or back-links inside the text)'),
             ('Next topic: …', 'repeated text (93 times, in 91 of 93 files)'),
             ('Previous topic: …', 'repeated text (93 times, in 91 of 93 files)'),
             ('Parent topic: …', 'repeated text (78 times, in 76 of 93 files)'),
@@ -3620,7 +3629,7 @@ BOOKS = {
         'read_share': 0.384,
         # Characters read (chapter text) and not read (each skipped part, in order).
         'read_chars': 12238,
-        'skipped_chars': [19113, 0, 134, 13, 32, 16, 36, 8, 0],
+        'skipped_chars': [19113, 345, 0, 134, 13, 32, 16, 36, 8, 0],
         "titles": [
             'Merry Stories And Funny Pictures',
             'Shock-headed Peter',
@@ -3636,6 +3645,7 @@ BOOKS = {
         ],
         "skipped": [
             ('Project Gutenberg header and licence', "Project Gutenberg boilerplate (ebookmaker's pgheader/pgfooter boxes)"),
+            ('Lines of links', 'lines whose text is all links within the book (contents, index or back-links inside the text)'),
             ('Cover', 'cover (cover image page)'),
             ('Struwwelpeter: Merry Stories and Funny Pictures', "transcriber's note (text)"),
             ('STRUWWELPETER', "title page (the book's title)"),

@@ -378,7 +378,25 @@ def test_a_list_of_illustrations_under_the_entry_of_its_picture_is_skipped_by_it
     docs = {"f.xhtml": xhtml(front), "c.xhtml": xhtml(f'<h2 id="c1">CHAPTER I.</h2><p>{PROSE * 60}</p>')}
     b = load_book(make_epub(tmp_path, docs, ncx=[("Frontpiece", "f.xhtml#f"), ("CHAPTER I.", "c.xhtml#c1")]))
     assert [c.title for c in b.chapters] == ["CHAPTER I."]
-    assert reasons(b) == [("Frontpiece", "list of illustrations (its heading)")]
+    assert reasons(b) == [("Lines of links", LINK_LINES), ("Frontpiece", "list of illustrations (its heading)")]
+
+
+LINK_LINES = "lines whose text is all links within the book (contents, index or back-links inside the text)"
+
+
+def test_lines_that_are_all_links_are_not_read_and_are_counted(tmp_path):
+    # Don Quijote: its contents (12,370 characters of linked lines) stand inside a read part. They
+    # are not read, and each of their characters is reported, as a structural skip (no warning).
+    links = [f'<p><a href="a.xhtml#c{i}">Capítulo {i}</a></p>' for i in range(1, 4)]
+    body = (f'<h2 id="c1">Uno</h2><p>{PROSE * 30}</p>{"".join(links)}'
+            f'<p>See <a href="a.xhtml#c1">the first chapter</a> again.</p><p>{PROSE * 30}</p>')
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(body)}, ncx=[("Uno", "a.xhtml#c1")]))
+    text = " ".join(b.chapters[0].paragraphs)
+    assert "Capítulo" not in text and "See the first chapter again." in text
+    [skip] = b.skipped
+    assert (skip.title, skip.reason, skip.chars, skip.evidence) == ("Lines of links", LINK_LINES, 3 * len("Capítulo 1"), "structure")
+    assert skip.preview == "Capítulo 1 Capítulo 2 Capítulo 3"
+    assert not any("not read" in w for w in b.warnings)
 
 
 def test_a_title_page_with_its_contents_list_is_skipped_line_by_line(tmp_path):

@@ -353,6 +353,7 @@ class _Loader:
 
         gutenberg_box = 0  # characters of ebookmaker's header/licence boxes, in every file
         tts_skip = 0  # characters the book marks not to be voiced (calibre's data-calibre-tts)
+        link_lines, link_texts = 0, []  # characters of blocks that are all links within the book; the first
         for name in spine:
             root = self._root(name)
             doc_entries = by_doc.get(name, [])
@@ -363,6 +364,8 @@ class _Loader:
             self.warnings.extend(_unread_warning(name, kind, count) for kind, count in content.unread.items())
             gutenberg_box += content.gutenberg_box_chars
             tts_skip += content.tts_skip_chars
+            link_lines += content.link_line_chars
+            link_texts += content.link_lines
             for it in items:
                 if isinstance(it, Block):  # the file a block is read from: for notes and for splitting
                     it.source_doc = name
@@ -385,6 +388,10 @@ class _Loader:
         if tts_skip:
             self.skipped.append(Skipped("Passages marked not to be read", 'calibre\'s data-calibre-tts="__skip__"',
                                         tts_skip, "structure"))
+        if link_lines:
+            self.skipped.append(Skipped("Lines of links", "lines whose text is all links within the book "
+                                        "(contents, index or back-links inside the text)", link_lines, "structure",
+                                        preview=skips.preview(link_texts)))
         return stream
 
 

@@ -180,6 +180,10 @@ class Content:
     gutenberg_box_chars: int = 0
     # characters under calibre's data-calibre-tts="__skip__" (the book says: do not voice this)
     tts_skip_chars: int = 0
+    # characters of blocks whose text is all links within the book (a contents or an index inside a
+    # chapter, a back-link line), which are never read
+    link_line_chars: int = 0
+    link_lines: list[str] = field(default_factory=list)  # the first few, for the skip's preview
 
     def count(self, kind: str):
         self.unread[kind] = self.unread.get(kind, 0) + 1
@@ -673,6 +677,10 @@ class _Reader:
         skeleton = re.sub(f"{LINK_HOLE}+", LINK_HOLE, shown("".join(self.skeleton))) if self.link_chars else ""
         self.parts, self.part_langs, self.link_chars, self.text_chars, self.skeleton = [], [], 0, 0, []
         if nav_only:
+            line = shown(raw)
+            self.content.link_line_chars += len(line)
+            if len(self.content.link_lines) < 8:
+                self.content.link_lines.append(line)
             self._emit_picture_notes()
             return
         lines = RAW_LINES.split(raw)
