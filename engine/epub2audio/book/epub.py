@@ -353,7 +353,7 @@ class _Loader:
 
         gutenberg_box = 0  # characters of ebookmaker's header/licence boxes, in every file
         tts_skip = 0  # characters the book marks not to be voiced (calibre's data-calibre-tts)
-        link_lines, link_texts = 0, []  # characters of blocks that are all links within the book; the first
+        link_lines, link_texts = 0, []  # characters of blocks that are all links within the book, and their first lines
         for name in spine:
             root = self._root(name)
             doc_entries = by_doc.get(name, [])
