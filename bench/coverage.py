@@ -29,11 +29,13 @@ it is simply body - read. A book with no body text at all has no share and is le
 from __future__ import annotations
 
 import argparse
+import bisect
 import re
 import posixpath
 import sys
 import warnings
 import zipfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
@@ -135,6 +137,19 @@ def measure(path: Path) -> Coverage:
 
 
 SHINGLE = 12  # characters of letters and digits: long enough that a match is the same text
+# Where a run of a part is also found elsewhere in the book (a contents line is a chapter's heading,
+# an imprint names the book), a read copy counts for it only if it lies where the part's own sure
+# runs put it: within ANCHOR_REACH letters of one of them, at the place that offset predicts, give
+# or take SLACK letters and one in DRIFT of the distance (the reader adds titles, "Image: …" notes
+# and notes read inline between them).
+ANCHOR_REACH = 4000
+SLACK = 48
+DRIFT = 8
+
+
+# A gap this short (letters) between read runs is judged word by word: a heading between a note read
+# inline and the text, a two-word note between back-links, are shorter than a run.
+WORD_GAP = 40
 
 
 def _skeleton(text: str) -> str:
@@ -144,26 +159,121 @@ def _skeleton(text: str) -> str:
     return letters or "".join(ch for ch in text if ch.isdigit())
 
 
-def _shingles(skeleton: str) -> set[int]:
-    return {hash(skeleton[i:i + SHINGLE]) for i in range(max(1, len(skeleton) - SHINGLE + 1))}
+def _words(text: str) -> list[str]:
+    """Its runs of letters, lowercased: the skeleton, cut at everything else."""
+    return "".join(ch if ch.isalpha() else " " for ch in text.lower()).split()
 
 
-def read_fraction(part_text: str, read_shingles: set[int], read_skeleton: str) -> float:
-    """How much of a part's text is in what was read: the share of its letters (markup, spacing,
-    digits and punctuation aside) inside some 12-letter run found there. Characters, not runs: a
-    run that crosses from one paragraph into the next is not found where the reader moved one of
-    them (a sidenote, a caption), yet every letter of both is read. A part shorter than a run must
-    be found whole."""
-    sk = _skeleton(part_text)
-    if not sk:
-        return 0.0
-    if len(sk) < SHINGLE:
-        return 1.0 if sk in read_skeleton else 0.0
-    covered = bytearray(len(sk))
-    for i in range(len(sk) - SHINGLE + 1):
-        if hash(sk[i:i + SHINGLE]) in read_shingles:
-            covered[i:i + SHINGLE] = b"\x01" * SHINGLE
-    return sum(covered) / len(sk)
+class Matcher:
+    """Which letters of each part of a book are in what was read, one read copy for one copy in the
+    book. A 12-letter run of a part is read where the read text holds it at least as often as the
+    book's parts do (every copy read; a run found once on both sides is an anchor that places its
+    part in the read text). A run the book has more often than the reader read it is read only
+    where an anchor within reach places it: a skipped contents page whose lines are the chapters'
+    headings is not read because the headings are, nor an imprint because it names the book. A gap
+    shorter than WORD_GAP is judged by its words, by the same two rules; between read runs of its
+    part, a word the reader says anywhere is read there (a note read inline is placed by no anchor)."""
+
+    def __init__(self, read_text: str, part_texts: list[str]):
+        self.read = _skeleton(read_text) if read_text else ""
+        self.parts = [_skeleton(t) for t in part_texts]
+        # (a part with no letters is matched by its digits, with no words)
+        self.words = [_words(t) for t in part_texts]
+        self.read_words = Counter(_words(read_text))
+        self.book_words = Counter(w for words in self.words for w in words)
+        self.read_count: dict[int, int] = {}
+        self.read_at: dict[int, int] = {}
+        for i in range(max(0, len(self.read) - SHINGLE + 1)):
+            h = hash(self.read[i:i + SHINGLE])
+            self.read_count[h] = self.read_count.get(h, 0) + 1
+            self.read_at.setdefault(h, i)
+        self.book_count: dict[int, int] = {}
+        for sk in self.parts:
+            for i in range(len(sk) - SHINGLE + 1):
+                h = hash(sk[i:i + SHINGLE])
+                self.book_count[h] = self.book_count.get(h, 0) + 1
+        # Anchors over the parts laid end to end: (position there, position in the read text).
+        self.anchors: list[tuple[int, int]] = []
+        self.offsets: list[int] = []
+        offset = 0
+        for sk in self.parts:
+            self.offsets.append(offset)
+            for i in range(len(sk) - SHINGLE + 1):
+                h = hash(sk[i:i + SHINGLE])
+                if self.read_count.get(h) == 1 and self.book_count[h] == 1:
+                    self.anchors.append((offset + i, self.read_at[h]))
+            offset += len(sk) + SHINGLE  # a gap: no run spans two parts
+        self.anchor_keys = [g for g, _ in self.anchors]
+
+    def _placed(self, run: str, at: int) -> bool:
+        """Whether the read text holds `run` where an anchor within reach of `at` (a position over
+        the parts laid end to end) puts it."""
+        k = bisect.bisect_left(self.anchor_keys, at)
+        for j in (k - 1, k):
+            if 0 <= j < len(self.anchors):
+                g, r = self.anchors[j]
+                distance = abs(at - g)
+                if distance > ANCHOR_REACH:
+                    continue
+                expected = r + (at - g)
+                slack = SLACK + distance // DRIFT
+                if self.read.find(run, max(0, expected - slack), expected + slack + len(run)) >= 0:
+                    return True
+        return False
+
+    def covered(self, index: int, strict: list[tuple[int, int]] = ()) -> bytearray:
+        """Per letter of part `index`'s skeleton: 1 where it is read. Words inside the `strict` spans
+        are never read by the weaker rule for a gap between read runs (a back-link between two
+        notes is not read because the word "return" is read elsewhere)."""
+        sk, base = self.parts[index], self.offsets[index]
+        covered = bytearray(len(sk))
+        if not sk or not self.read:
+            return covered
+        for i in range(len(sk) - SHINGLE + 1):
+            run = sk[i:i + SHINGLE]
+            h = hash(run)
+            have = self.read_count.get(h, 0)
+            if have and (have >= self.book_count.get(h, 1) or self._placed(run, base + i)):
+                covered[i:i + SHINGLE] = b"\x01" * SHINGLE
+        start = 0
+        for word in self.words[index]:
+            end = start + len(word)
+            if 0 in covered[start:end]:
+                gap = self._short_gap(covered, start, end, strict)
+                have = self.read_words.get(word, 0)
+                loose = gap == "inside" and not any(a < end and start < b for a, b in strict)
+                if gap and have and (loose or have >= self.book_words[word]
+                                     or self._placed(word, base + start)):
+                    covered[start:end] = b"\x01" * len(word)
+            start = end
+        return covered
+
+    @staticmethod
+    def _short_gap(covered: bytearray, start: int, end: int, strict=()) -> str | None:
+        """Whether the unread letters around [start, end) are fewer than WORD_GAP, not counting
+        those of `strict` spans (text labelled apart, such as back-links): "inside" where read
+        letters of the part stand beside them (a short note between notes read inline, a heading
+        before a note read inline), "edge" where the part is that short and unread; None for a
+        longer gap."""
+        def apart(i: int) -> bool:
+            return any(a <= i < b for a, b in strict)
+
+        left, size = start, end - start
+        while left > 0 and not covered[left - 1] and size < WORD_GAP:
+            left -= 1
+            size += not apart(left)
+        right = end
+        while right < len(covered) and not covered[right] and size < WORD_GAP:
+            size += not apart(right)
+            right += 1
+        if size >= WORD_GAP:
+            return None
+        return "inside" if left > 0 or right < len(covered) else "edge"
+
+    def fraction(self, index: int) -> float:
+        """The share of part `index`'s letters that are read."""
+        covered = self.covered(index)
+        return sum(covered) / len(covered) if covered else 0.0
 
 
 @dataclass
@@ -187,11 +297,14 @@ class Confusion:
 
 def confusion(path: Path, book=None) -> Confusion:
     """Each part of the book (bench/corpus_parts.py) against its label (tests/corpus_labels.py), by
-    characters: a part counts as read in the share of its text found in the chapters read. The book
-    is read with --notes inline (unless given), so that notes a listener chose not to hear are not
-    counted lost: where they are read does not matter here, only whether."""
+    characters: a part counts as read in the share of its letters that `Matcher` finds in the
+    chapters read (one read copy for one copy in the book, so a contents page is not read because
+    the headings it repeats are). Strings the labels class on their own (`within`: a back-link's
+    "( return )" inside a notes section) count in their own class. The book is read with --notes
+    inline (unless given), so that notes a listener chose not to hear are not counted lost: where
+    they are read does not matter here, only whether."""
     sys.path[:0] = [str(Path(__file__).resolve().parent), str(CORPUS.parent)]
-    from corpus_labels import expected_class
+    from corpus_labels import expected_class, within
     from corpus_parts import parts
     del sys.path[:2]
     result = Confusion(path.name)
@@ -200,13 +313,17 @@ def confusion(path: Path, book=None) -> Confusion:
         read_text = " ".join(p for c in book.chapters for p in c.paragraphs)
     except InputError:
         read_text = ""
-    read_skeleton = _skeleton(read_text)
-    read_shingles = _shingles(read_skeleton) if read_skeleton else set()
-    for part in parts(path):
-        cls = expected_class(path.name, part)
-        chars = part.chars
-        got = round(chars * read_fraction(part.text, read_shingles, read_skeleton)) if chars else 0
-        result.rows.append((part, cls, got, chars))
+    found = parts(path)
+    texts = [p.prose if _skeleton(p.prose) else p.text for p in found]
+    # The strings the labels class on their own, as spans of each part's letters (see `within`).
+    inside = [within_spans(text, within(path.name)) for text in texts]
+    matcher = Matcher(read_text, texts)
+    rows: dict[tuple, list] = {}
+
+    def count(part, cls, got, chars, label=None):
+        row = rows.setdefault((label or part.label, cls), [part, 0, 0])
+        row[1] += got
+        row[2] += chars
         result.read += got
         if cls == "either":
             result.either += chars
@@ -216,7 +333,41 @@ def confusion(path: Path, book=None) -> Confusion:
         else:
             result.leaked += got
             result.right += chars - got
+
+    for index, part in enumerate(found):
+        cls = expected_class(path.name, part)
+        covered = matcher.covered(index, strict=[(a, b) for a, b, _, _ in inside[index]])
+        letters, chars = len(covered), part.chars
+        for a, b, text, own in inside[index]:
+            count(part, own, round(len(text) * sum(covered[a:b]) / (b - a)), len(text), label=text)
+            chars -= len(text)
+            letters -= b - a
+            covered[a:b] = b""  # (the rest of the part, below)
+        if chars > 0:
+            got = round(chars * sum(covered) / letters) if letters else 0
+            count(part, cls, got, chars)
+    result.rows = [(part, cls, got, chars) for (_, cls), (part, got, chars) in rows.items()]
     return result
+
+
+def within_spans(text: str, strings: dict[str, str]) -> list[tuple[int, int, str, str]]:
+    """(start, end, the string, its class) of each occurrence in `text` of a string the labels class
+    on its own, as positions in the text's skeleton, last first (so that cutting them out in turn
+    leaves the earlier ones where they are)."""
+    spans = []
+    for string, cls in strings.items():
+        for m in re.finditer(re.escape(" ".join(string.split())), text):
+            a = len(_skeleton_letters(text[:m.start()]))
+            spans.append((a, a + len(_skeleton_letters(m.group(0))), m.group(0), cls))
+    kept: list[tuple[int, int, str, str]] = []
+    for span in sorted(spans):
+        if span[1] > span[0] and (not kept or span[0] >= kept[-1][1]):  # overlapping: the first wins
+            kept.append(span)
+    return kept[::-1]
+
+
+def _skeleton_letters(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalpha())
 
 
 def half(paths: list[Path], which: str | None) -> list[Path]:

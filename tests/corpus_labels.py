@@ -13,7 +13,9 @@ Project Gutenberg's header ("PG header") and licence ("PG footer"). Each gets on
 Taken from shared/corpus/EXPECTED.md where it has an entry (the additional set), elsewhere from
 reading the book, never from what the code does. Per book: "default" is the class of every TOC
 entry not named; "toc" names entries by their label (every entry with that label) or by "#N", the
-entry's position in the TOC (0-based); "outside" names every part no TOC entry owns (spine files
+entry's position in the TOC (0-based); "within" (optional) classes strings inside parts on
+their own, such as a note's back-link "( return )" or a producer's credit atop the text, which a
+listener does not want read even inside a chapter; "outside" names every part no TOC entry owns (spine files
 by path, "PG header", "PG footer"), and must name them all (tests/test_coverage.py checks it).
 """
 
@@ -24,9 +26,15 @@ SE = {"Titlepage": "skip:title page", "Imprint": "skip:imprint", "Colophon": "sk
       "Uncopyright": "skip:licence"}
 
 
+# The heading of Standard Ebooks' notes section: with every note read where it is cited, the
+# heading over nothing may go (bench/coverage.py reads the books with --notes inline).
+SE_WITHIN = {"Endnotes": "either"}
+
+
 def se(half_title, **toc):
     """A Standard Ebooks book: its matter skipped, its half-title (the book's name) skipped too."""
-    return {"default": "read", "toc": {**SE, half_title: "skip:half-title", **toc}, "outside": {}}
+    return {"default": "read", "toc": {**SE, half_title: "skip:half-title", **toc}, "within": SE_WITHIN,
+            "outside": {}}
 
 
 LABELS = {
@@ -45,11 +53,19 @@ LABELS = {
         # dedication are the author's, so either.
         "outside": {"EPUB/wasteland-content.xhtml": "either"},
     },
-    "georgia-britannica-pls-ssml-epub3.epub": {"default": "read", "toc": {}, "outside": {}},
+    "georgia-britannica-pls-ssml-epub3.epub": {
+        "default": "read", "toc": {},
+        # The editor's correction, in an annotation <aside> beside the word it corrects.
+        "within": {"amended from overriden": "skip:transcriber's note"}, "outside": {},
+    },
     "childrens-literature-unlinked-toc-long-section-epub3.epub": {
         "default": "read",
         # The section's own annotated reading list.
         "toc": {"BIBLIOGRAPHY": "either"},
+        # The transcriber's corrections, each in an annotation <aside>.
+        "within": {"Transcriber's Note: original reads 'Emporer's'": "skip:transcriber's note",
+                   "Transcriber's Note: original reads 'warrier'": "skip:transcriber's note",
+                   "Transcriber's Note: original reads 'Dyrad'": "skip:transcriber's note"},
         "outside": {"EPUB/nav.xhtml": "skip:contents"},
     },
     "hamlet-drama-tables-se-epub3.epub": se("Hamlet", **{"Dramatis Personae": "either"}),
@@ -57,6 +73,8 @@ LABELS = {
         "default": "read",
         "toc": {"VINGT MILLE LIEUES SOUS LES MERS": "skip:title page", "TABLE DES MATIÈRES.": "skip:contents",
                 "Au lecteur.": "skip:transcriber's note", "Corrections.": "skip:transcriber's note"},
+        # The link under each picture's caption to its larger copy (ebookmaker left it no href).
+        "within": {"Agrandir": "skip:navigation"},
         "outside": {**PG, "OEBPS/@public@vhost@g@gutenberg@html@files@54873@54873-h@54873-h-0.htm.html":
                     "skip:contents"},
     },
@@ -78,6 +96,8 @@ LABELS = {
     "laozi-daodejing-zh-epub2-ncx.epub": {
         # Every NCX entry is in the licence; the text is in the spine file before them.
         "default": "skip:licence", "toc": {},
+        "within": {"Produced by Yu Hsiu Hung": "skip:credits",
+                   "End of the Project Gutenberg EBook of Lao Zih, by Er Li": "skip:licence"},
         "outside": {**PG, "OEBPS/7707970969783376317_24039-0-0.txt.html": "read"},
     },
     "herodotus-vol1-split-chapters-footnotes-epub2-ncx.epub": {
@@ -85,6 +105,7 @@ LABELS = {
         "toc": {"#0": "skip:title page", "Translated into English by G. C. Macaulay": "skip:title page",
                 "IN TWO VOLUMES VOL. I": "skip:title page", "Contents": "skip:contents",
                 "#6": "skip:half-title"},
+        "within": {"( return )": "skip:navigation"},
         "outside": PG,
     },
     # -- batch 2 ------------------------------------------------------------------------------
@@ -141,12 +162,12 @@ LABELS = {
     },
     "importance-of-being-earnest-play-dramatis-personae-se-epub3.epub": se(
         "The Importance of Being Earnest", **{"Dramatis Personae": "either", "The Scenes of the Play": "either"}),
-    "dubliners-short-story-collection-se-epub3.epub": {"default": "read", "toc": SE, "outside": {}},
+    "dubliners-short-story-collection-se-epub3.epub": {"default": "read", "toc": SE, "within": SE_WITHIN, "outside": {}},
     "the-prince-nonfiction-endnotes-dedication-se-epub3.epub": se("The Prince"),
-    "yeats-poetry-collection-sections-se-epub3.epub": {"default": "read", "toc": SE, "outside": {}},
+    "yeats-poetry-collection-sections-se-epub3.epub": {"default": "read", "toc": SE, "within": SE_WITHIN, "outside": {}},
     # -- the additional set (EXPECTED.md) -----------------------------------------------------
     "crime-and-punishment-parts-epilogue-se-epub3.epub": se("Crime and Punishment"),
-    "sherlock-holmes-adventures-short-stories-se-epub3.epub": {"default": "read", "toc": SE, "outside": {}},
+    "sherlock-holmes-adventures-short-stories-se-epub3.epub": {"default": "read", "toc": SE, "within": SE_WITHIN, "outside": {}},
     "leaves-of-grass-poetry-718-toc-se-epub3.epub": se("Leaves of Grass"),
     "art-of-war-giles-huge-endnotes-se-epub3.epub": se("The Art of War", Bibliography="either"),
     "pygmalion-play-preface-sequel-se-epub3.epub": se("Pygmalion"),
@@ -167,8 +188,14 @@ LABELS = {
     },
     "epub30-spec-deep-toc-tables-epub3.epub": {
         "default": "read",
+        # Each of the six documents' own entry holds its title and its header (version URLs, the
+        # copyright notice, editors, the document's own contents): EXPECTED.md reads the entries and
+        # would drop the header, so either.
         "toc": {"EPUB 3.0 Specification": "skip:title page",
                 "EPUB 3 Specifications - Table of Contents": "skip:contents",
+                **{doc: "either" for doc in ("EPUB 3 Overview", "EPUB Publications 3.0", "EPUB Content Documents 3.0",
+                                             "EPUB Media Overlays 3.0", "EPUB Open Container Format (OCF) 3.0",
+                                             "EPUB 3 Changes from EPUB 2.0.1")},
                 "Terminology": "either", "Acknowledgements and Contributors": "either", "References": "either"},
         "outside": {},
     },
@@ -218,12 +245,14 @@ LABELS = {
     },
     "sanguo-yanyi-zh-pg-no-toc-epub3.epub": {
         "default": "read", "toc": {"THE FULL PROJECT GUTENBERG LICENSE": "skip:licence"},
+        "within": {"Produced by Jian-Lun Huang": "skip:credits"},
         "outside": {**PG, **{f"OEBPS/6920862759530046876_23950-0-{i}.txt.xhtml": "read" for i in range(9)}},
     },
     # -- books we made ------------------------------------------------------------------------
     "moby-dick-calibre-from-txt.epub": {
         # One entry, "Start", on calibre's cover page: the title block then the three chapters.
-        "default": "read", "toc": {}, "outside": {},
+        "default": "read", "toc": {},
+        "within": {"MOBY-DICK; or, THE WHALE. By Herman Melville": "skip:title page"}, "outside": {},
     },
     "a-tale-of-two-cities-calibre-from-html.epub": {"default": "read", "toc": {}, "outside": {}},
     "vingt-mille-lieues-calibre-from-docx.epub": {
@@ -241,6 +270,13 @@ LABELS = {
         "default": "read", "toc": {"Title Page": "skip:title page"}, "outside": {},
     },
 }
+
+
+def within(book: str) -> dict[str, str]:
+    """Strings inside a book's parts that have a class of their own (text → class): what a listener
+    does not want read even inside a chapter, such as a note's back-link "( return )" or a
+    producer's credit at the top of the text."""
+    return LABELS[book].get("within", {})
 
 
 def expected_class(book: str, part) -> str:
