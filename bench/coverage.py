@@ -152,6 +152,10 @@ DRIFT = 8
 WORD_GAP = 40
 
 
+# Joins the paragraphs read, so that runs across two of them are known (Matcher).
+PARAGRAPH = "\x00"
+
+
 def _skeleton(text: str) -> str:
     # Letters only: digits are note markers, line and page numbers far more often than text, and
     # a dropped marker must not make the words around it count as lost.
@@ -175,16 +179,28 @@ class Matcher:
     part, a word the reader says anywhere is read there (a note read inline is placed by no anchor)."""
 
     def __init__(self, read_text: str, part_texts: list[str]):
-        self.read = _skeleton(read_text) if read_text else ""
+        paragraphs = [_skeleton(p) for p in read_text.split(PARAGRAPH)] if read_text else []
+        self.read = "".join(paragraphs)
+        # Runs across two paragraphs read (the end of one poem and the title of the next) may only
+        # be placed by an anchor, never counted: a contents page lists titles in the same order.
+        across = bytearray(len(self.read) + 1)
+        at = 0
+        for p in paragraphs[:-1]:
+            at += len(p)
+            across[max(0, at - SHINGLE + 1):at] = b"\x01" * (at - max(0, at - SHINGLE + 1))
         self.parts = [_skeleton(t) for t in part_texts]
         # (a part with no letters is matched by its digits, with no words)
         self.words = [_words(t) for t in part_texts]
         self.read_words = Counter(_words(read_text))
         self.book_words = Counter(w for words in self.words for w in words)
         self.read_count: dict[int, int] = {}
+        self.read_across: dict[int, int] = {}  # runs across two paragraphs: placed, never counted
         self.read_at: dict[int, int] = {}
         for i in range(max(0, len(self.read) - SHINGLE + 1)):
             h = hash(self.read[i:i + SHINGLE])
+            if across[i]:
+                self.read_across[h] = self.read_across.get(h, 0) + 1
+                continue
             self.read_count[h] = self.read_count.get(h, 0) + 1
             self.read_at.setdefault(h, i)
         self.book_count: dict[int, int] = {}
@@ -217,7 +233,8 @@ class Matcher:
                     continue
                 expected = r + (at - g)
                 slack = SLACK + distance // DRIFT
-                if self.read.find(run, max(0, expected - slack), expected + slack + len(run)) >= 0:
+                end = expected + slack + len(run)
+                if end > 0 and self.read.find(run, max(0, expected - slack), end) >= 0:
                     return True
         return False
 
@@ -233,7 +250,8 @@ class Matcher:
             run = sk[i:i + SHINGLE]
             h = hash(run)
             have = self.read_count.get(h, 0)
-            if have and (have >= self.book_count.get(h, 1) or self._placed(run, base + i)):
+            if have >= self.book_count.get(h, 1) or (
+                    (have or h in self.read_across) and self._placed(run, base + i)):
                 covered[i:i + SHINGLE] = b"\x01" * SHINGLE
         start = 0
         for word in self.words[index]:
@@ -310,7 +328,7 @@ def confusion(path: Path, book=None) -> Confusion:
     result = Confusion(path.name)
     try:
         book = book or load_book(path, notes="inline")
-        read_text = " ".join(p for c in book.chapters for p in c.paragraphs)
+        read_text = PARAGRAPH.join(p for c in book.chapters for p in c.paragraphs)
     except InputError:
         read_text = ""
     found = parts(path)
