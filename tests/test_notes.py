@@ -167,6 +167,29 @@ def test_synthetic_policies(tmp_path):
         load_book(path, notes="footer")
 
 
+def test_a_note_on_a_note_is_read_after_it(tmp_path, books):
+    # Yeats's endnote 19 cites endnote 35 ("In 1917 and later editions Yeats replaced the above
+    # with: …"): the second is read right after the first, inline or at the chapter's end, never
+    # left unplaced.
+    notes = ('<h1>Notes</h1><ol role="doc-endnotes">'
+             '<li role="doc-endnote" id="e1"><p>First note<a role="doc-noteref" href="#e2">2</a>.</p></li>'
+             '<li role="doc-endnote" id="e2"><p>A note on the first note.</p></li></ol>')
+    docs = {"a.xhtml": xhtml('<h1>One</h1><p>Said so<a role="doc-noteref" href="notes.xhtml#e1">1</a>.</p>'
+                             '<p>And on.</p>'), "notes.xhtml": xhtml(notes)}
+    path = make_epub(tmp_path, docs, nav=[("One", "a.xhtml"), ("Notes", "notes.xhtml")])
+    inline = load_book(path, notes="inline")
+    assert inline.chapters[0].paragraphs == ["One", "Said so.", "Note: First note.", "Note: A note on the first note.",
+                                             "And on."]
+    assert [s.title for s in inline.skipped] == ["Notes"]
+    end = load_book(path, notes="chapter-end")
+    assert end.chapters[0].paragraphs[-2:] == ["Note 1: First note.", "Note 2: A note on the first note."]
+    yeats = books("yeats-poetry-collection-sections-se-epub3.epub", "inline")
+    texts = notes_of(yeats)
+    at = next(i for i, t in enumerate(texts) if t.startswith("Note: Poems Beginning with That “To a Wealthy Man”"))
+    assert texts[at + 1].startswith("Note: In 1917 and later editions Yeats replaced the above with: I leave out two")
+    assert "Notes not placed" not in [s.title for s in yeats.skipped]
+
+
 def test_scene_breaks_and_headings_set_the_pauses():
     chapter_ = Chapter("One", ["One", "First part.", "Second part.", "End."], kinds=["heading", "text", "text", "text"],
                        breaks={2})

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 
 from .model import Skipped
-from .text import BLOCK_TAGS, HEADING_TAGS, Block, _is_internal_link, clean, epub_types, find_body, is_noteref, \
-    is_page_mark, is_unread, local_name, noteref_href
+from .text import BLOCK_TAGS, HEADING_TAGS, NOTEREF_ROLES, NOTEREF_TYPES, Block, _is_internal_link, clean, epub_types, \
+    find_body, is_noteref, is_page_mark, is_unread, local_name, noteref_href
 from .toc import resolve
 
 NOTE_POLICIES = ("skip", "inline", "chapter-end")
@@ -54,8 +54,9 @@ class Notes:
         for number, name in enumerate(spine):
             root = self.root(name)
             for index, el in enumerate(find_body(root).iter()):
-                if (isinstance(el.tag, str) and is_noteref(el)
-                        and not any(is_unread(a) or is_note(a) for a in el.iterancestors())):
+                if (isinstance(el.tag, str) and is_noteref(el) and not any(is_unread(a) for a in el.iterancestors())
+                        and (is_marked_noteref(el) or not any(is_note(a) for a in el.iterancestors()))):
+                    # (inside a note, only a reference its markup names: a number linking back is the label)
                     for node in [el, *el.iterancestors()]:
                         if local_name(node) in BLOCK_TAGS:
                             break
@@ -149,14 +150,17 @@ class Notes:
             blocks.append(block)
             if self.policy == "skip":
                 continue
-            for href in block.notes:
-                key = self._key(block, href, span)
+            # A note's own references (a note on a note) are read after it, depth first.
+            pending = [self._key(block, href, span) for href in block.notes][::-1]
+            while pending:
+                key = pending.pop()
                 if key is None or key in read:
                     continue
+                read.add(key)
+                pending.extend(self._nested_keys(key)[::-1])
                 text = note_text(self.bodies[key], href_marker=None)
                 if not text:
                     continue
-                read.add(key)
                 if self.policy == "inline":
                     blocks.append(Block(f"Note: {text}", notes=[], in_note=True))
                 else:
@@ -185,6 +189,18 @@ class Notes:
             parts.append(Skipped(f"{self.margin_notes} {label}", "margin notes (--notes skip)",
                                  chars=self.margin_chars, evidence="structure"))
         return parts
+
+    def _nested_keys(self, key: str) -> list[str]:
+        """The notes that note `key` refers to, in its order."""
+        doc = key.partition("#")[0]
+        keys = []
+        for element in self.bodies[key]:
+            for el in element.iter():
+                if isinstance(el.tag, str) and is_noteref(el) and (href := noteref_href(el)):
+                    target, fragment = resolve(doc, href)
+                    if fragment and f"{target}#{fragment}" in self.bodies:
+                        keys.append(f"{target}#{fragment}")
+        return keys
 
     def _key(self, block: Block, href: str, span) -> str | None:
         source = getattr(block, "source_doc", None)
@@ -220,6 +236,11 @@ def is_note(el) -> bool:
     """An element holding a note (its links are labels and backlinks, not references)."""
     return bool(epub_types(el) & NOTE_TYPES) or (el.get("role") or "") in NOTE_ROLES or (
         local_name(el) == "aside")
+
+
+def is_marked_noteref(el) -> bool:
+    """A note reference by its epub:type or role, not by a link's text."""
+    return bool(epub_types(el) & NOTEREF_TYPES) or (el.get("role") or "") in NOTEREF_ROLES
 
 
 def is_structural_note(body: list) -> bool:
