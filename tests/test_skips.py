@@ -399,6 +399,32 @@ def test_lines_that_are_all_links_are_not_read_and_are_counted(tmp_path):
     assert not any("not read" in w for w in b.warnings)
 
 
+def test_a_heading_linked_back_to_the_contents_is_read_and_a_contents_of_linked_headings_is_not(tmp_path):
+    # Gutenberg's Beowulf: each chapter's number is a heading linking back to its contents line
+    # ("<h2><a href='…-0.htm#C.II'>II.</a></h2>"); it is the heading all the same. A contents made of
+    # headings that link forward to the chapters (A Dog's Tale's) is still not read.
+    contents = "".join(f'<h3><a id="C{i}" href="b.xhtml#ch{i}">Chapter {n}.</a></h3>' for i, n in ((1, "I"), (2, "II")))
+    chapters = "".join(f'<h2 id="ch{i}"><a href="a.xhtml#C{i}">{n}.</a></h2><h2>The {w} Part.</h2><p>{PROSE * 20}</p>'
+                       for i, n, w in ((1, "I", "First"), (2, "II", "Second")))
+    b = load_book(make_epub(tmp_path, {"a.xhtml": xhtml(f"<h1>A Tale</h1><p>{PROSE * 20}</p>{contents}"),
+                                       "b.xhtml": xhtml(chapters)},
+                            ncx=[("A Tale", "a.xhtml"), ("I. The First Part.", "b.xhtml#ch1"),
+                                 ("II. The Second Part.", "b.xhtml#ch2")]))
+    assert [c.paragraphs[:2] for c in b.chapters[1:]] == [["I.", "The First Part."], ["II.", "The Second Part."]]
+    assert "Chapter I." not in " ".join(b.chapters[0].paragraphs)
+    assert [(s.title, s.chars) for s in b.skipped] == [("Lines of links", len("Chapter I.Chapter II."))]
+
+
+def test_beowulfs_chapter_numbers_are_read(corpus):
+    from test_book_epub import book
+
+    b = book(corpus, "beowulf-pg-sidenotes-footnotes-glossary-epub2-ncx.epub")
+    numbered = [c for c in b.chapters if c.title.split(".")[0] in ("I", "II", "XLIII")]
+    assert [c.paragraphs[:2] for c in numbered] == [
+        ["I.", "THE LIFE AND DEATH OF SCYLD."], ["II.", "SCYLD’S SUCCESSORS.—HROTHGAR’S GREAT MEAD-HALL."],
+        ["XLIII.", "THE BURNING OF BEOWULF."]]
+
+
 def test_a_title_page_with_its_contents_list_is_skipped_line_by_line(tmp_path):
     # Beowulf: the header's entry holds the title page, a rights line, the dedication and a
     # contents list longer than a page, each line of it an entry's words.

@@ -354,12 +354,14 @@ class _Loader:
         gutenberg_box = 0  # characters of ebookmaker's header/licence boxes, in every file
         tts_skip = 0  # characters the book marks not to be voiced (calibre's data-calibre-tts)
         link_lines, link_texts = 0, []  # characters of blocks that are all links within the book, and their first lines
-        for name in spine:
+        order = {name: number for number, name in enumerate(spine)}
+        for number, name in enumerate(spine):
             root = self._root(name)
             doc_entries = by_doc.get(name, [])
             anchors = {e.fragment for e in doc_entries if e.fragment}
             content = Content(self.meta.first("language") or None, self.image_alt,
-                              lambda src, doc=name: resolve(doc, src)[0] in self.cover_images)
+                              lambda src, doc=name: resolve(doc, src)[0] in self.cover_images,
+                              lambda href, doc=name, at=number: order.get(resolve(doc, href)[0], at) < at)
             items = read_blocks(root, anchors, self.notes.elements.get(name, frozenset()), content)
             self.warnings.extend(_unread_warning(name, kind, count) for kind, count in content.unread.items())
             gutenberg_box += content.gutenberg_box_chars

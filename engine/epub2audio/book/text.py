@@ -174,6 +174,9 @@ class Content:
     language: str | None = None  # the book's language, where the markup names none
     image_alt: bool = True  # read content pictures' text alternatives as a short note
     is_cover: Callable[[str], bool] | None = None  # whether an src (as written) is the book's cover image
+    # Whether a link (its href as written) points into a file before this one in reading order: a
+    # heading linked back to the contents ("II." in Gutenberg's Beowulf) is still the heading.
+    points_back: Callable[[str], bool] | None = None
     # kind of element not read (or read without its structure) → how many, for Book.warnings
     unread: dict[str, int] = field(default_factory=dict)
     # characters in ebookmaker's Project Gutenberg header/footer boxes, which are never read
@@ -655,6 +658,8 @@ class _Reader:
         self.skeleton: list[str] = []  # the block's text with link texts as LINK_HOLE
         self.link_chars = 0  # characters of it that came from internal links
         self.text_chars = 0  # characters of it that came from anything else
+        self.forward_links = 0  # internal links in it that point anywhere but back
+        self.seen_ids: set[str] = set()  # ids met so far in this document
         self.in_link = 0
         self.scheduled: list[tuple] = []  # steps _enter leaves for the element's children and end
         self.margins: list[Block] = []  # margin notes met, placed after the block they stand beside
@@ -673,9 +678,11 @@ class _Reader:
 
     def flush(self, heading: bool = False, level: int = 0):
         raw = self._marked_text()
-        nav_only = self.link_chars and not self.text_chars
+        # (a heading whose links all lead back, to the contents, is the heading all the same)
+        nav_only = self.link_chars and not self.text_chars and (self.forward_links or not heading)
         skeleton = re.sub(f"{LINK_HOLE}+", LINK_HOLE, shown("".join(self.skeleton))) if self.link_chars else ""
         self.parts, self.part_langs, self.link_chars, self.text_chars, self.skeleton = [], [], 0, 0, []
+        self.forward_links = 0
         if nav_only:
             line = shown(raw)
             self.content.link_line_chars += len(line)
@@ -782,8 +789,17 @@ class _Reader:
     def _emit_text(self, raw: str):
         self.emit(make_block(raw))
 
+    def _points_back(self, href: str) -> bool:
+        """Whether a link leads to an earlier place: in this file, an id already met."""
+        doc, _, fragment = href.partition("#")
+        if not doc:
+            return bool(fragment) and fragment in self.seen_ids
+        return bool(self.content.points_back and self.content.points_back(href))
+
     def mark_anchor(self, el):
         el_id = el.get("id")
+        if el_id:
+            self.seen_ids.add(el_id)
         if el_id and el_id in self.anchors:
             self.flush()
             self.place_margins()
@@ -976,6 +992,8 @@ class _Reader:
         self.push_lang(el)
         link = tag == "a" and _is_internal_link(el)
         self.in_link += link
+        if link and not self._points_back(el.get("href")):
+            self.forward_links += 1
         ph = ssml_phonemes(el)
         if ph:
             self.mark(PH_START + source_text(ph) + PH_MID)
