@@ -190,6 +190,22 @@ def test_a_note_on_a_note_is_read_after_it(tmp_path, books):
     assert "Notes not placed" not in [s.title for s in yeats.skipped]
 
 
+def test_a_gutenberg_note_whose_empty_anchor_opens_its_paragraph_is_read_whole(tmp_path, books):
+    # L'Esprit des lois: "<p><a id='Footnote_5_5'/><a href='…#FNanchor_5_5'>[5]</a> Lettre
+    # <span class='sc'>xxxviii</span>.</p>": the note is the paragraph, not the elements after the
+    # anchor ("Note: xxxviii" lost its words, which are the label's tail).
+    notes = ('<h2>NOTES</h2><p><a id="Footnote_1"/><a href="a.xhtml#FN1">[1]</a> Lettre <span class="sc">xxxviii</span>.</p>'
+             '<p><a id="Footnote_2"/><a href="a.xhtml#FN2">[2]</a> Voir la lettre <i>cxxiv</i>.</p>')
+    body = ('<h1>Un</h1><p>Une ville<a id="FN1"/><a href="notes.xhtml#Footnote_1">[1]</a> et le pape'
+            '<a id="FN2"/><a href="notes.xhtml#Footnote_2">[2]</a>.</p>')
+    path = make_epub(tmp_path, {"a.xhtml": xhtml(body), "notes.xhtml": xhtml(notes)},
+                     ncx=[("Un", "a.xhtml"), ("NOTES", "notes.xhtml")])
+    assert load_book(path, notes="inline").chapters[0].paragraphs == [
+        "Un", "Une ville et le pape.", "Note: Lettre xxxviii.", "Note: Voir la lettre cxxiv."]
+    esprit = notes_of(books("esprit-des-lois-fr-deep-toc-epub2-ncx.epub", "inline"))
+    assert "Note: Lettre xxxviii." in esprit and "Note: xxxviii" not in esprit
+
+
 def test_scene_breaks_and_headings_set_the_pauses():
     chapter_ = Chapter("One", ["One", "First part.", "Second part.", "End."], kinds=["heading", "text", "text", "text"],
                        breaks={2})

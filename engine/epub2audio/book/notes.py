@@ -283,12 +283,17 @@ def note_body(el, targets: set[str]) -> list:
                 and next((c for c in wrapper if isinstance(c.tag, str)), None) is block):
             return [wrapper]
         return [block]
-    # An empty anchor (Gutenberg): the paragraphs with text that follow it, up to the next one.
+    # An empty anchor (Gutenberg): the paragraphs with text that follow it, up to the next one;
+    # where it opens a paragraph ("<p><a id='Footnote_5'/><a href='…'>[5]</a> Lettre xxxviii.</p>"),
+    # that paragraph first.
     start = el
     parent = el.getparent()
+    body = []
     if parent is not None and local_name(parent) in ("p", "div", "span") and not clean("".join(parent.itertext())):
         start = parent
-    body = []
+    elif parent is not None and local_name(parent) in BLOCK_TAGS and _opens(el, parent):
+        start = parent
+        body.append(parent)
     for sibling in start.itersiblings():
         if not isinstance(sibling.tag, str):
             continue
@@ -301,6 +306,16 @@ def note_body(el, targets: set[str]) -> list:
         if len(body) >= 20:
             break
     return body
+
+
+def _opens(el, parent) -> bool:
+    """Whether no text comes before `el` in `parent`."""
+    if clean(parent.text or ""):
+        return False
+    for sibling in el.itersiblings(preceding=True):
+        if clean("".join(sibling.itertext())) or clean(sibling.tail or ""):
+            return False
+    return True
 
 
 def note_text(elements: list, href_marker: str | None = None) -> str:
