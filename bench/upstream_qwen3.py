@@ -36,6 +36,17 @@ Full size (a seeded random 0.6B CustomVoice folder in the official layout, writt
 load); --save-reference keeps upstream's fp64 logits for bench/qwen3_backends.py (MLX) to check;
 --speed times ours against upstream per stage (Talker step, Code Predictor frame, decoder per
 second of audio), both fp32 on the same threads, in interleaved ABBA rounds, best of rounds.
+
+Upstream's own entry points (Qwen3TTSModel.generate_custom_voice / create_voice_clone_prompt +
+generate_voice_clone) with no non_streaming_mode and with each value, against ours:
+
+    tiny (the fixture; one thread):  --modes TINY TINY_BASE [--modes-fixture tests/qwen3tts/upstream_tiny_modes.json]
+    full size (a CustomVoice and a Base folder from bench/qwen3_full_folder.py [--base]):
+        PYTHONPATH=engine:. nice /work/qwen-upstream/bin/python -u bench/upstream_qwen3.py \
+            --modes /work/tmp/qwen3-full /work/tmp/qwen3-full-base --cap 17 --threads 2
+
+(--cap: every case's max_new_tokens, cap - 1 frames; full size takes ~0.6 s a frame a side on 2
+threads, ~8 minutes at cap 17, and ~11 GB of memory with the Base model in.)
 """
 
 from __future__ import annotations
@@ -303,12 +314,14 @@ def _upstream_wrapper(d: Path):
     """Qwen3TTSModel.from_pretrained on a copy of `d` with the two preprocessor_config.json files
     of the official layout (shared/reference/qwen3tts.md §1; the tests' folders do not write them:
     our loader does not read them), and hooks that record what its generate hands the Talker."""
+    import os
     import shutil
 
     from qwen_tts import Qwen3TTSModel
 
     copy = Path(tempfile.mkdtemp(prefix="qwen3-up-")) / d.name
-    shutil.copytree(d, copy)
+    # the files linked, not copied (a full-size folder is 2.5 GB); the two new files are real
+    shutil.copytree(d.resolve(), copy, copy_function=os.symlink)
     (copy / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR), encoding="utf-8")
     (copy / "speech_tokenizer" / "preprocessor_config.json").write_text(json.dumps(SPEECH_PREPROCESSOR), encoding="utf-8")
     m = Qwen3TTSModel.from_pretrained(str(copy))
@@ -348,12 +361,20 @@ def _record(seen: dict) -> dict:
             "pad": f32_b64(seen["pad"][0, 0]), "codes": seen["codes"], "raw": seen}  # fmt: skip
 
 
-def modes_compare(custom_dir: Path, base_dir: Path, fixture_path: str | None) -> dict:
-    """Upstream's default call and each explicit mode on the tiny CustomVoice and Base folders,
-    against ours (generate.build_prompt / build_clone_prompt, generate / generate_clone) with our
-    default (no `streaming` passed) and each explicit layout: prefill, trailing, pad, seeded codes."""
+def modes_compare(custom_dir: Path, base_dir: Path, fixture_path: str | None, *, cap: int | None = None,
+                  threads: int = 1) -> dict:
+    """Upstream's default call and each explicit mode on a CustomVoice and a Base folder (the tiny
+    ones for the fixture; full-size ones from bench/qwen3_full_folder.py), against ours
+    (generate.build_prompt / build_clone_prompt, generate / generate_clone) with our default (no
+    `streaming` passed) and each explicit layout: prefill, trailing, pad, seeded codes. For the
+    Base folder also our own clone prompt (clone.make_clone_prompt: our speaker encoder and speech
+    encoder) against upstream's create_voice_clone_prompt, and our whole path (our prompt, our
+    default layout) against upstream's default call. `cap`: every case's max_new_tokens (upstream
+    then returns cap - 1 frames); `threads`: torch threads, both sides."""
+    import time
+
     from epub2audio.voices.qwen3tts.checkpoint import load_checkpoint
-    from epub2audio.voices.qwen3tts.clone import ClonePrompt
+    from epub2audio.voices.qwen3tts.clone import ClonePrompt, load_clone_stages, make_clone_prompt
     from epub2audio.voices.qwen3tts.code_predictor import CodePredictor
     from epub2audio.voices.qwen3tts.generate import build_clone_prompt, build_prompt, generate, generate_clone
     from epub2audio.voices.qwen3tts.talker import Talker
@@ -362,16 +383,26 @@ def modes_compare(custom_dir: Path, base_dir: Path, fixture_path: str | None) ->
         return float((torch.as_tensor(a).double() - torch.as_tensor(b).double()).abs().max())
 
     ours_mode = {"default": {}, "non_streaming": {"streaming": False}, "streaming": {"streaming": True}}
-    # one thread: a matmul's sums round with the thread count, and over 40 seeded frames a near tie
-    # then flips a draw (measured: frame 32 of ryan/english, streaming, 1 thread vs 2)
-    torch.set_num_threads(1)
-    fixture: dict = {"seed": 3, "threads": 1, "custom": {}, "base": {}}
+    # one thread for the fixture: a matmul's sums round with the thread count, and over 40 seeded
+    # frames a near tie then flips a draw (measured: frame 32 of ryan/english, streaming, 1 thread
+    # vs 2). Upstream and ours always run on the same count.
+    torch.set_num_threads(threads)
+    fixture: dict = {"seed": 3, "threads": threads, "custom": {}, "base": {}}
     worst = 0.0
+    all_equal = True
+    cap_override = cap
     for kind, d in (("custom", custom_dir), ("base", base_dir)):
+        t0 = time.perf_counter()
         m, seen = _upstream_wrapper(d)
         ck = load_checkpoint(d)
         talker = Talker.from_state_dict(ck.talker_args, ck.state_dict)
         cp = CodePredictor.from_state_dict(ck.code_predictor_args, ck.state_dict)
+        ck.state_dict.clear()  # the stages hold their own fp32 copies
+        stages = load_clone_stages(d) if kind == "base" else None
+        _free()
+        log(f"{kind} {d}: Talker {ck.talker_args.num_hidden_layers} x {ck.talker_args.hidden_size}; upstream "
+            f"Qwen3TTSModel and our stages loaded in {time.perf_counter() - t0:.0f} s; torch {torch.__version__}, "
+            f"{torch.get_num_threads()} threads; RSS {_rss_gb():.1f} GB")  # fmt: skip
         cases = CUSTOM_MODE_CASES if kind == "custom" else CLONE_CASES
         for case in cases:
             if kind == "custom":
@@ -382,17 +413,31 @@ def modes_compare(custom_dir: Path, base_dir: Path, fixture_path: str | None) ->
                 audio = _reference_audio(*CLONE_CLIPS[clip])
                 items = m.create_voice_clone_prompt(ref_audio=(audio, 24000), ref_text=REF_TEXT if icl else None,
                                                     x_vector_only_mode=not icl)  # fmt: skip
+            cap = cap_override or cap
             got = {}
             for mode, kw in MODES.items():
                 torch.manual_seed(3)
+                t0 = time.perf_counter()
                 if kind == "custom":
                     m.generate_custom_voice(text=text, speaker=speaker, language=lang, max_new_tokens=cap, **kw)
                 else:
                     m.generate_voice_clone(text=text, language=lang, voice_clone_prompt=items, max_new_tokens=cap, **kw)
                 got[mode] = _record(dict(seen))
+                log(f"{kind} {key}: upstream {mode} call, {len(got[mode]['codes'])} frames in {time.perf_counter() - t0:.1f} s")
             if kind == "base":
                 spk_emb = items[0].ref_spk_embedding.detach().float()
                 ref_codes = items[0].ref_code.tolist() if items[0].ref_code is not None else None
+                mine = make_clone_prompt(d, (audio, 24000), REF_TEXT if icl else None, stages=stages)
+                d_spk = mx(mine.speaker_embedding, spk_emb)
+                codes_same = (mine.ref_codes is None and ref_codes is None) or (
+                    mine.ref_codes is not None and ref_codes is not None and mine.ref_codes.tolist() == ref_codes)
+                ids_same = (mine.ref_text_ids is None) is (not icl) and (
+                    not icl or mine.ref_text_ids.tolist() == got["default"]["ref_ids"])
+                all_equal &= codes_same and ids_same
+                print(f"base {key}: our make_clone_prompt vs upstream create_voice_clone_prompt: x-vector max |diff| "
+                      f"{d_spk:.3e} (|x| max {float(spk_emb.abs().max()):.2f}); reference codes equal {codes_same}"
+                      f"{f' ({len(ref_codes)} frames)' if ref_codes else ''}; reference text ids equal {ids_same}",
+                      flush=True)  # fmt: skip
             default_is = [mo for mo in ("non_streaming", "streaming")
                           if all(got["default"][f] == got[mo][f] for f in ("prefill", "trailing", "pad", "codes"))]
             ids = got["default"]["ids"]
@@ -418,19 +463,28 @@ def modes_compare(custom_dir: Path, base_dir: Path, fixture_path: str | None) ->
                 dt = mx(trailing[0], up["trailing"]) if shapes else float("inf")
                 dpad = mx(pad[0, 0], up["pad"])
                 worst = max(worst, dp, dt, dpad)
+                all_equal &= res.frames == up["codes"]
                 print(f"{kind} {key} upstream {mode} (non_streaming_mode={up['non_streaming_mode']}) vs ours "
                       f"{kw or 'default'}: prefill {len(up['prefill'])} rows, trailing {len(up['trailing'])}; "
                       f"max |diff| prefill {dp:.3e}, trailing {dt:.3e}, pad {dpad:.3e}; "
                       f"codes equal {res.frames == up['codes']} ({len(up['codes'])} frames)")  # fmt: skip
-            print(f"{kind} {key}: upstream's default call equals its {default_is} call bit for bit")
+            print(f"{kind} {key}: upstream's default call equals its {default_is} call bit for bit", flush=True)
+            if kind == "base":  # our whole path: our clone prompt, our default layout
+                whole = generate_clone(talker, cp, ids, ck.text_ids, ck.generation, torch.Generator().manual_seed(3),
+                                       mine, language=lang, max_frames=cap)  # fmt: skip
+                all_equal &= whole.frames == got["default"]["codes"]
+                print(f"base {key}: our whole path (make_clone_prompt + generate_clone, no layout passed) vs "
+                      f"upstream's default call: codes equal {whole.frames == got['default']['codes']} "
+                      f"({len(got['default']['codes'])} frames)", flush=True)
             fixture[kind][key] = {"text": text, "language": lang, "cap": cap, "default_is": default_is,
                                   **({"speaker": speaker} if kind == "custom" else {"clip": clip, "icl": icl}),
                                   **({"speaker_embedding": f32_b64(spk_emb), "ref_codes": ref_codes} if kind == "base" else {}),
                                   "modes": {mo: {k: v for k, v in got[mo].items() if k != "raw"}
                                             for mo in ("non_streaming", "streaming")},
                                   "default_codes": got["default"]["codes"]}  # fmt: skip
-        del m
-    print(f"worst max |diff| over every prefill, trailing and pad: {worst:.3e}")
+        del m, talker, cp, stages
+        _free()
+    print(f"worst max |diff| over every prefill, trailing and pad: {worst:.3e}; every code sequence equal: {all_equal}")
     if fixture_path:
         fixture["made_by"] = ("bench/upstream_qwen3.py --modes-fixture: Qwen3TTSModel.from_pretrained + "
                               "generate_custom_voice / create_voice_clone_prompt + generate_voice_clone, qwen-tts 0.1.1 / "
@@ -730,7 +784,7 @@ def main() -> int:
                     "from bench/qwen3_full_folder.py), one stage and one implementation in memory at a time")
     ap.add_argument("--speed", action="store_true", help="per-stage speed, ours vs upstream, interleaved rounds")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, help="torch threads (default: 2; --modes: 1, as its fixture)")
     ap.add_argument("--prefill", type=int, default=40)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--frames", type=int, default=25, help="decoder frames (12.5 a second)")
@@ -738,6 +792,8 @@ def main() -> int:
     ap.add_argument("--modes", nargs=2, metavar=("CUSTOM_DIR", "BASE_DIR"), help="upstream's default call and "
                     "each non_streaming_mode through Qwen3TTSModel on these folders, against ours")
     ap.add_argument("--modes-fixture", help="with --modes: write what upstream's entry points fed the Talker as JSON")
+    ap.add_argument("--cap", type=int, help="with --modes: every case's max_new_tokens (cap - 1 frames; full size: "
+                    "a few, for time)")
     ap.add_argument("--rates", nargs=2, metavar=("BASE_DIR", "FIXTURE"), help="upstream's clone prompt from "
                     "the reference clip at 16, 22.05, 44.1 and 48 kHz, against ours; FIXTURE '-' writes nothing")
     ap.add_argument("--save-reference", help="with --full: write upstream's fp64 logits + inputs here (torch.save)")
@@ -747,14 +803,15 @@ def main() -> int:
         rates_compare(Path(a.rates[0]), None if a.rates[1] == "-" else a.rates[1])
         return 0
     if a.modes:
-        modes_compare(Path(a.modes[0]), Path(a.modes[1]), a.modes_fixture)
+        modes_compare(Path(a.modes[0]), Path(a.modes[1]), a.modes_fixture, cap=a.cap,
+                      threads=a.threads or 1)
         return 0
     if a.base_dir:
         clone_compare(Path(a.base_dir), a.write_base_fixture)
         if a.skip_custom:
             return 0
     if a.full or a.speed:
-        torch.set_num_threads(a.threads)
+        torch.set_num_threads(a.threads or 2)
         if not a.dir:
             ap.error("--full / --speed need --dir (a full-size folder from bench/qwen3_full_folder.py)")
         if a.full:

@@ -296,11 +296,13 @@ def tiny_base_speech_config() -> dict:
     return c
 
 
-def random_base_state_dicts(seed: int = 0):
+def random_base_state_dicts(seed: int = 0, config: dict | None = None, speech_config: dict | None = None):
+    """(model.safetensors dict, speech_tokenizer/model.safetensors dict) of a Base folder, fp32;
+    the tiny configs unless given (full_base_config() / full_base_speech_config() for 0.6B)."""
     from epub2audio.voices.qwen3tts.speaker_encoder import SpeakerEncoder, SpeakerEncoderArgs
     from epub2audio.voices.qwen3tts.tokenizer_encoder import Encoder, EncoderArgs
 
-    config, speech_config = tiny_base_config(), tiny_base_speech_config()
+    config, speech_config = config or tiny_base_config(), speech_config or tiny_base_speech_config()
     talker, cp, dec = all_args(config, speech_config)
     gen = torch.Generator().manual_seed(seed)
     main = {"talker." + k: v for k, v in _fill(expected_shapes(Talker, talker), gen).items()}
@@ -317,20 +319,54 @@ def random_base_state_dicts(seed: int = 0):
     return main, speech
 
 
-def write_tiny_base_model(d: Path, seed: int = 0, *, codec_bias: dict[int, float] | None = None) -> Path:
-    """codec_bias: as write_model's (e.g. eos favoured, for a Base folder whose clones stop)."""
+def write_base_model(d: Path, seed: int = 0, config: dict | None = None, speech_config: dict | None = None, *,
+                     codec_bias: dict[int, float] | None = None) -> Path:
+    """A Base folder (the tiny one unless configs are given). codec_bias: as write_model's."""
     d = Path(d)
+    config, speech_config = config or tiny_base_config(), speech_config or tiny_base_speech_config()
     (d / "speech_tokenizer").mkdir(parents=True, exist_ok=True)
-    main, speech = random_base_state_dicts(seed)
+    main, speech = random_base_state_dicts(seed, config, speech_config)
     if codec_bias:
         bias_codec(main, codec_bias)
-    (d / "config.json").write_text(json.dumps(tiny_base_config(), indent=2), encoding="utf-8")
+    (d / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
     (d / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2), encoding="utf-8")
-    save_file({k: v.to(torch.bfloat16) for k, v in main.items()}, str(d / "model.safetensors"))
-    (d / "speech_tokenizer" / "config.json").write_text(json.dumps(tiny_base_speech_config(), indent=2), encoding="utf-8")
+    main = {k: v.to(torch.bfloat16) for k, v in main.items()}  # the file's dtype (the fp32 dict freed first)
+    save_file(main, str(d / "model.safetensors"))
+    del main
+    (d / "speech_tokenizer" / "config.json").write_text(json.dumps(speech_config, indent=2), encoding="utf-8")
     save_file(speech, str(d / "speech_tokenizer" / "model.safetensors"))
     write_tokenizer(d)
     return d
+
+
+def write_tiny_base_model(d: Path, seed: int = 0, *, codec_bias: dict[int, float] | None = None) -> Path:
+    """codec_bias: as write_model's (e.g. eos favoured, for a Base folder whose clones stop)."""
+    return write_base_model(d, seed, codec_bias=codec_bias)
+
+
+def full_base_config() -> dict:
+    """The 0.6B Base config.json fields (shared/reference/qwen3tts.md section 2): the CustomVoice
+    talker without speakers or dialects, and `speaker_encoder_config` {enc_dim 1024, sample_rate}
+    with every other speaker-encoder field left to the class defaults, as the official file does.
+    Benchmarks only."""
+    c = full_config()
+    c["tts_model_type"] = "base"
+    t = c["talker_config"]
+    t["spk_id"], t["spk_is_dialect"] = {}, {}
+    t["codec_language_id"] = {k: v for k, v in LANGUAGES.items() if "dialect" not in k}
+    c["speaker_encoder_config"] = {"enc_dim": 1024, "sample_rate": 24000}
+    return c
+
+
+def full_base_speech_config() -> dict:
+    """full_speech_config() plus the 12 Hz tokenizer's encoder at full size (a MimiConfig;
+    shared/reference/qwen3tts.md section 4), for cloning. Benchmarks only."""
+    c = full_speech_config()
+    c["encoder_config"] = {**tiny_base_speech_config()["encoder_config"], **{
+        "codebook_dim": 256, "head_dim": 64, "hidden_size": 512, "intermediate_size": 2048, "num_attention_heads": 8,
+        "num_filters": 64, "num_hidden_layers": 8, "num_key_value_heads": 8, "upsample_groups": 512,
+        "vector_quantization_hidden_dimension": 256}}  # fmt: skip
+    return c
 
 
 def write_tiny_model(d: Path, seed: int = 0, corpus: str = _CORPUS, n_merges: int = 150, **bias) -> Path:

@@ -1,8 +1,8 @@
 """Which backend runs the Qwen3-TTS Talker and Code Predictor (the 12 Hz decoder is always torch).
 
 Rule (`choose_backend`), as cosyvoice3/backends.py's for its LLM: ``auto`` is MLX on Apple Silicon
-(Darwin arm64) when mlx and mlx-lm are importable, torch everywhere else; ``mlx`` / ``torch`` force
-one. Both run fp32 and hand the same things across the seam (CPU fp32 logits to the host sampler,
+(Darwin arm64) when mlx and mlx-lm are importable, torch everywhere else; ``mlx`` / ``onnx`` /
+``torch`` force one. All run fp32 and hand the same things across the seam (CPU fp32 logits to the host sampler,
 integer codes to the torch decoder), so a backend change moves a code only where the logits
 themselves differ: within 2x upstream's fp32-vs-fp64 floor at tiny size (tests/qwen3tts/test_mlx.py),
 2.9x at full size (below).
@@ -16,29 +16,40 @@ picks torch there, because torch is the faithful path: its logits are as close t
 run as upstream's own fp32 run is (1.36e-5 both: the floor), while mlx[cpu]'s own fp32
 matmul is 3.4x less accurate than torch's (5.6e-6 vs 1.6e-6 on one Talker-shaped product) and its
 logits land at 2.9x that floor (4.0e-5; Code Predictor 8.5e-6 vs 3.2e-6). Seeded codes still agree
-(tiny: upstream's generate() codes replayed on MLX; full size: the same 4 Code Predictor frames). ``mlx`` can be forced anywhere. A
-quiet-machine measurement and Apple Silicon's (Metal) are not done here. ONNX Runtime for the
-Talker step is not built (the issue's stretch goal), so ``onnx`` is refused in one line rather than
-silently mapped to torch.
+(tiny: upstream's generate() codes replayed on MLX; full size: 7 seeded runs of 39 frames,
+bench/results/qwen3-mlx-codes-full-2core-shared.txt). ``mlx`` can be forced anywhere. A
+quiet-machine measurement and Apple Silicon's (Metal) are not done here.
+
+``onnx`` (forced only) runs the Talker's decoder stack and codec head on ONNX Runtime
+(talker_onnx.py) and keeps torch's Code Predictor. Measured (bench/qwen3_onnx_talker.py, full 0.6B
+shapes, 2-core x86-64 EPYC, best of 5 interleaved rounds;
+bench/results/qwen3-onnx-talker-full-2core-shared.txt): a Talker step on 2 threads 0.060 s against
+torch's 0.118 s (1.97x; 2.16x with the machine otherwise idle), on 1 thread 1.40-1.45x; its logits
+as close to upstream's fp64 run as torch's (1.49e-5 against 1.50e-5). But the torch Code Predictor
+frame (0.31-0.49 s) is most of a frame, so a whole frame gains only 1.08-1.15x. auto stays torch:
+that gain is small, and the Qwen3 voice (voice.py) runs torch's stages whatever this module picks.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from ..cosyvoice3.backends import PlatformInfo, mlx_available
 
-BACKEND_CHOICES = ("auto", "mlx", "torch")
+BACKEND_CHOICES = ("auto", "mlx", "onnx", "torch")
 
 
 def choose_backend(requested: str = "auto", platform: PlatformInfo | None = None, *, have_mlx: bool | None = None) -> str:
-    """"mlx" or "torch" for a request of "auto", "mlx" or "torch" (ValueError otherwise)."""
-    if requested == "onnx":
-        raise ValueError("the Qwen3-TTS Talker has no ONNX Runtime backend yet; use auto, mlx or torch")
+    """"mlx", "onnx" or "torch" for a request of "auto", "mlx", "onnx" or "torch" (ValueError otherwise)."""
     if requested not in BACKEND_CHOICES:
         raise ValueError(f"Qwen3-TTS backend must be one of {', '.join(BACKEND_CHOICES)}; got {requested!r}")
     if requested == "torch":
         return "torch"
+    if requested == "onnx":
+        if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
+            raise ValueError("backend 'onnx' needs the onnxruntime and onnx packages, which are not installed")
+        return "onnx"
     have = mlx_available() if have_mlx is None else have_mlx
     if requested == "mlx":
         if not have:
@@ -48,10 +59,25 @@ def choose_backend(requested: str = "auto", platform: PlatformInfo | None = None
     return "mlx" if platform.apple_silicon and have else "torch"
 
 
-def build_talker_and_code_predictor(checkpoint: Any, backend: str = "auto", *, platform: PlatformInfo | None = None):
+def build_talker_and_code_predictor(checkpoint: Any, backend: str = "auto", *, platform: PlatformInfo | None = None,
+                                    model_id: str | None = None, cache_root: Any = None, threads: int | None = None):  # fmt: skip
     """(Talker, CodePredictor) of a `checkpoint.Checkpoint` on the chosen backend, fp32. Both take
-    their own fp32 copies, so the caller may drop `checkpoint.state_dict` afterwards."""
+    their own fp32 copies, so the caller may drop `checkpoint.state_dict` afterwards. onnx: the
+    graph is cached under `cache_root` (default cache_dir()/onnx) by `model_id` (default the
+    folder's voice.folder_id) and its session runs `threads` intra-op threads (default torch's)."""
     chosen = choose_backend(backend, platform)
+    if chosen == "onnx":
+        from .code_predictor import CodePredictor
+        from .talker import Talker
+        from .talker_onnx import load_onnx_talker
+
+        if model_id is None:
+            from .voice import folder_id
+
+            model_id = folder_id(checkpoint)
+        talker = load_onnx_talker(Talker.from_state_dict(checkpoint.talker_args, checkpoint.state_dict), model_id,
+                                  cache_root, threads=threads)  # fmt: skip
+        return talker, CodePredictor.from_state_dict(checkpoint.code_predictor_args, checkpoint.state_dict)
     if chosen == "mlx":
         from .code_predictor_mlx import CodePredictor
         from .talker_mlx import Talker
