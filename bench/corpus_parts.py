@@ -26,6 +26,10 @@ NOT_SPOKEN = {"script", "style", "head", "rt", "rp"}
 # bracketed by these two private-use characters: a reader speaks a formula in words of its own
 # ("x squared"), so bench/coverage.py matches a part's prose around it, not its tokens.
 MATH_OPEN, MATH_CLOSE = "\ue020", "\ue021"
+# The text of an element whose class the caller names (`parts(marked=…)`) is bracketed by these,
+# the first followed by the class's number: bench/coverage.py classes it apart (a link bar).
+MARK_OPEN, MARK_CLOSE, MARK_BASE = "\ue022", "\ue023", 0xE030
+SENTINELS = re.compile("[\ue020-\ue023\ue030-\ue0ff]")
 PG_BOX = re.compile(r"\b(pgheader|pgfooter|pg-boilerplate)\b")
 PG_START = re.compile(r"\*\*\*\s*START OF (THE|THIS) PROJECT GUTENBERG", re.I)
 PG_END = re.compile(r"\*\*\*\s*END OF (THE|THIS) PROJECT GUTENBERG|End of (the )?Project Gutenberg'?s", re.I)
@@ -52,13 +56,18 @@ class Part:
 
     @property
     def text(self) -> str:
-        return " ".join(" ".join(self.chunks).replace(MATH_OPEN, "").replace(MATH_CLOSE, "").split())
+        return " ".join(SENTINELS.sub("", " ".join(self.chunks)).split())
 
     @property
     def prose(self) -> str:
         """Its text without the token text of its MathML formulas."""
         joined = " ".join(self.chunks)
         return " ".join(re.sub(f"{MATH_OPEN}[^{MATH_CLOSE}]*{MATH_CLOSE}", " ", joined).split())
+
+    @property
+    def marked_text(self) -> str:
+        """Its text with formulas and the marks around the elements of named classes kept."""
+        return " ".join(" ".join(self.chunks).split())
 
     @property
     def chars(self) -> int:
@@ -142,8 +151,9 @@ def toc_entries(pkg: Package) -> list[tuple[str, str | None, str | None, int]]:
     return entries
 
 
-def parts(path: Path) -> list[Part]:
-    """The book's parts in TOC order, then the parts no entry owns in spine order (see the module docstring)."""
+def parts(path: Path, marked: tuple[str, ...] = ()) -> list[Part]:
+    """The book's parts in TOC order, then the parts no entry owns in spine order (see the module
+    docstring). `marked`: class names whose elements' text is bracketed (MARK_OPEN)."""
     with zipfile.ZipFile(path) as zf:
         pkg = _package(zf)
         entries = toc_entries(pkg)
@@ -185,6 +195,13 @@ def parts(path: Path) -> list[Part]:
                 tag = _local(el.tag)
                 if tag == "math" and state["pg"] is None:
                     sink().chunks.append(MATH_OPEN + "".join(el.itertext()) + MATH_CLOSE)
+                    if el.tail:
+                        sink().chunks.append(el.tail)
+                    return
+                classes = set((el.get("class") or "").split()) if isinstance(el.tag, str) else set()
+                if marked and classes & set(marked) and state["pg"] is None:
+                    number = min(marked.index(c) for c in classes & set(marked))
+                    sink().chunks.append(MARK_OPEN + chr(MARK_BASE + number) + " ".join(el.itertext()) + MARK_CLOSE)
                     if el.tail:
                         sink().chunks.append(el.tail)
                     return

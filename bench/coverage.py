@@ -321,25 +321,23 @@ def confusion(path: Path, book=None) -> Confusion:
     "( return )" inside a notes section) count in their own class. The book is read with --notes
     inline (unless given), so that notes a listener chose not to hear are not counted lost: where
     they are read does not matter here, only whether."""
-    sys.path[:0] = [str(Path(__file__).resolve().parent), str(CORPUS.parent)]
-    from corpus_labels import expected_class, within
-    from corpus_parts import parts
-    del sys.path[:2]
+    expected_class, within, parts = _labels_and_parts()
     result = Confusion(path.name)
     try:
         book = book or load_book(path, notes="inline")
         read_text = PARAGRAPH.join(p for c in book.chapters for p in c.paragraphs)
     except InputError:
         read_text = ""
-    found = parts(path)
+    labels = within(path.name)
+    found = parts(path, marked=tuple(k[len("class:"):] for k in labels if k.startswith("class:")))
     texts = [p.prose if _skeleton(p.prose) else p.text for p in found]
     # The strings the labels class on their own, as spans of each part's letters (see `within`).
-    inside = [within_spans(text, within(path.name)) for text in texts]
+    inside = [within_spans(text, labels) for text in texts]
     matcher = Matcher(read_text, texts)
     rows: dict[tuple, list] = {}
 
     def count(part, cls, got, chars, label=None):
-        row = rows.setdefault((label or part.label, cls), [part, 0, 0])
+        row = rows.setdefault((label or part.label, cls), [part if label is None else Within(label), 0, 0])
         row[1] += got
         row[2] += chars
         result.read += got
@@ -368,12 +366,39 @@ def confusion(path: Path, book=None) -> Confusion:
     return result
 
 
+@dataclass
+class Within:
+    """A row of the table for a string the labels class on its own."""
+    label: str
+
+
+def _labels_and_parts():
+    """tests/corpus_labels.py's expected_class and within, and bench/corpus_parts.py's parts (this
+    file is also loaded by path from the tests, with neither folder on the path)."""
+    sys.path[:0] = [str(Path(__file__).resolve().parent), str(CORPUS.parent)]
+    try:
+        from corpus_labels import expected_class, within
+        from corpus_parts import parts
+    finally:
+        del sys.path[:2]
+    return expected_class, within, parts
+
+
 def within_spans(text: str, strings: dict[str, str]) -> list[tuple[int, int, str, str]]:
     """(start, end, the string, its class) of each occurrence in `text` of a string the labels class
-    on its own, as positions in the text's skeleton, last first (so that cutting them out in turn
+    on its own, and of each element's text marked by its class ("class:related-links"), as positions in the text's skeleton, last first (so that cutting them out in turn
     leaves the earlier ones where they are)."""
+    from corpus_parts import MARK_BASE, MARK_CLOSE, MARK_OPEN  # (loaded by _labels_and_parts)
+
     spans = []
+    classes = [cls for key, cls in strings.items() if key.startswith("class:")]
+    for m in re.finditer(f"{MARK_OPEN}(.)([^{MARK_CLOSE}]*){MARK_CLOSE}", text):
+        a = len(_skeleton_letters(text[:m.start()]))
+        inner = " ".join(m.group(2).split())
+        spans.append((a, a + len(_skeleton_letters(inner)), inner, classes[ord(m.group(1)) - MARK_BASE]))
     for string, cls in strings.items():
+        if string.startswith("class:"):
+            continue
         for m in re.finditer(re.escape(" ".join(string.split())), text):
             a = len(_skeleton_letters(text[:m.start()]))
             spans.append((a, a + len(_skeleton_letters(m.group(0))), m.group(0), cls))
