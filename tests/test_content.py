@@ -307,6 +307,21 @@ def test_next_and_previous_links_naming_different_topics_are_one_repeated_text(t
     ]
 
 
+def test_a_sentence_around_a_link_repeated_in_every_file_is_text_not_a_link_bar(tmp_path):
+    # The EPUB 3.0 specification: each of its documents lists its companion documents, "EPUB Media
+    # Overlays 3.0 [MediaOverlays30], which defines a format and a processing model for …". The
+    # sentence is read in every file; only a link with a few words of its own is a link bar.
+    item = ("<p><a href='s9.xhtml'>EPUB Media Overlays 3.0</a>, which defines a format and a processing model "
+            "for synchronization of text and audio.</p>")
+
+    def body(i):
+        return f"<h1>Section {i}</h1>{LONG}{item}{LONG}"
+    book = sections(tmp_path, 4, body)
+    said = "EPUB Media Overlays 3.0, which defines a format and a processing model for synchronization of text and audio."
+    assert [c.paragraphs for c in book.chapters] == [[f"Section {i}", LONG_TEXT, said, LONG_TEXT] for i in range(1, 5)]
+    assert book.skipped == []
+
+
 @pytest.mark.parametrize("alt", ["Alternative text not available", "alt text", "No description"])
 def test_placeholder_descriptions_are_not_read(tmp_path, alt):
     assert text(tmp_path, f'<p>Text.</p><img src="a.png" alt="{alt}"/>') == ["Text."]

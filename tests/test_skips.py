@@ -503,3 +503,82 @@ def test_a_rights_line_in_spanish_makes_a_rights_page(tmp_path):
     b = load_book(make_epub(tmp_path, docs, ncx=[("A Note", "r.xhtml#r"), ("MARTÍN ALONSO PINZÓN", "c.xhtml#c")],
                             title="La raza", name="note.epub"))
     assert reasons(b) == []
+
+
+# -- classify.py: parts known by their lines and by a licence's own words (issue 29) ------------------
+
+LIST_REASON = "list (its lines found elsewhere in the book)"
+THEOREMS = [("EOPSS", "Equation Operations Preserve Solution Sets"), ("REMES", "Row-Equivalent Matrices"),
+            ("RREFU", "Reduced Row-Echelon Form is Unique"), ("HSC", "Homogeneous Systems are Consistent"),
+            ("NMRRI", "Nonsingular Matrices Row Reduce"), ("VSPCV", "Vector Space Properties")]
+
+
+def _textbook(tmp_path, list_lines: list[str], theorems=THEOREMS, name="book.epub"):
+    sections = "".join(f'<p>Theorem {code}<br/>{title}<br/>If the system holds, so does the other. {PROSE}</p>'
+                       for code, title in theorems)
+    docs = {"list.xhtml": xhtml("<h1>Theorems</h1><p>" + "<br/>".join(list_lines) + "</p>"),
+            "s1.xhtml": xhtml(f"<h1>Section SSLE Solving Systems</h1><p>{PROSE * 40}</p>{sections}")}
+    return load_book(make_epub(tmp_path, docs, nav=[("Chapter 1. Theorems", "list.xhtml"),
+                                                    ("Section SSLE Solving Systems", "s1.xhtml")], name=name))
+
+
+def test_a_list_whose_lines_open_paragraphs_elsewhere_is_skipped_of_any_size(tmp_path):
+    # Linear Algebra's "Chapter 1. Theorems" (15,236 characters): each line is a theorem's own first
+    # line in its section, or a section's label; a line of the same form ("Theorem CODE …") vouches
+    # for the theorems whose sections the book does not hold.
+    lines = ["Section SSLE"] + [f"Theorem {code} {title}" for code, title in THEOREMS] + [
+        "Theorem RCLS Recognizing Consistency of a Linear System"] + [f"Theorem {code} {title}" for code, title in THEOREMS] * 12
+    b = _textbook(tmp_path, lines)
+    [skip] = [s for s in b.skipped if s.title == "Chapter 1. Theorems"]
+    assert (skip.reason, skip.evidence, skip.chars) == (LIST_REASON, "lines", len("Theorems") + len(" ".join(lines)))
+    assert skip.chars > skips.PAGE_SIZE and not b.warnings  # no guess: no page bound, no warning
+    assert [c.title for c in b.chapters] == ["Section SSLE Solving Systems"]
+
+
+def test_a_list_of_lines_found_nowhere_else_is_read(tmp_path):
+    # short lines that the book says nowhere else are its text (a poem, a list of its own)
+    lines = ["The rain comes down", "upon the quiet town", "and no one goes", "where the river flows",
+             "Theorem ZZZ A Theorem the Book Does Not Hold", "but I"]
+    b = _textbook(tmp_path, lines, name="poem.epub")
+    assert [c.title for c in b.chapters] == ["Chapter 1. Theorems", "Section SSLE Solving Systems"]
+    # ... nor a list two thirds found: more than a tenth of it would be lost
+    found = [f"Theorem {code} {title}" for code, title in THEOREMS[:4]]
+    b = _textbook(tmp_path, found + lines[:4], name="half.epub")
+    assert "Chapter 1. Theorems" in [c.title for c in b.chapters]
+
+
+GFDL_PREAMBLE = ("The purpose of this License is to make a manual, textbook, or other functional and useful document "
+                 "free in the sense of freedom: to assure everyone the effective freedom to copy and redistribute it. ")
+
+
+def test_a_licence_is_known_by_its_name_and_its_own_words_and_nothing_else_is(tmp_path):
+    docs = {"a.xhtml": xhtml(f"<h1>One</h1><p>{PROSE * 1200}</p>"),  # (the licence is 1.7 % of the text: within the guesses budget)
+            "gfdl.xhtml": xhtml(f"<h1>GNU Free Documentation License</h1><p>{GFDL_PREAMBLE}</p><p>{PROSE * 20}</p>"),
+            "essay.xhtml": xhtml(f"<h1>On the GNU General Public License</h1><p>{PROSE * 20}</p>")}
+    nav = [("One", "a.xhtml"), ("Appendix GFDL GNU Free Documentation License", "gfdl.xhtml"),
+           ("On the GNU General Public License", "essay.xhtml")]
+    b = load_book(make_epub(tmp_path, docs, nav=nav))
+    assert reasons(b) == [("Appendix GFDL GNU Free Documentation License", "licence (its title and text)")]
+    assert b.skipped[0].chars > skips.PAGE_SIZE and b.skipped[0].evidence == "guess"
+    assert [c.title for c in b.chapters] == ["One", "On the GNU General Public License"]
+
+
+def test_edition_and_publisher_pages_are_an_imprint_by_their_title(tmp_path):
+    docs = {"e.xhtml": xhtml("<h1>Edition</h1><p>Version 2.30. December 23, 2011.</p>"),
+            "p.xhtml": xhtml("<h1>Publisher</h1><p>Robert A. Beezer, Department of Mathematics, Tacoma.</p>"),
+            "a.xhtml": xhtml(f"<h1>One</h1><p>{PROSE * 30}</p>")}
+    b = load_book(make_epub(tmp_path, docs, nav=[("Edition", "e.xhtml"), ("Publisher", "p.xhtml"), ("One", "a.xhtml")]))
+    assert reasons(b) == [("Edition", "imprint (title)"), ("Publisher", "imprint (title)")]
+
+
+def test_linear_algebras_lists_licence_and_imprint_are_not_read(corpus):
+    from test_book_epub import book
+
+    b = book(corpus, "linear-algebra-mathml-tables-epub3.epub")
+    assert [(s.title, s.reason, s.evidence) for s in b.skipped if s.title.startswith(("Edition", "Publisher", "Chapter"))] == [
+        ("Edition", "imprint (title)", "guess"), ("Publisher", "imprint (title)", "guess"),
+        ("Chapter 1. Theorems", LIST_REASON, "lines"), ("Chapter 4. Examples", LIST_REASON, "lines"),
+        ("Chapter 12. Appendix GFDL GNU Free Documentation License", "licence (its title and text)", "guess"),
+        ("Chapter 22. Definitions", LIST_REASON, "lines")]
+    # (its lists of notation and diagrams are still read: test_book_epub's KNOWN_WRONG)
+    assert not any("skipped on a guess" in w or "read after all" in w for w in b.warnings)

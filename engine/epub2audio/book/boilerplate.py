@@ -22,6 +22,7 @@ from .model import Skipped
 from .text import LINK_HOLE, Block
 
 SHORT = 300  # characters: a link bar or a footer line, not a paragraph of the work
+LINK_BAR_WORDS = 6  # a link bar's own words, besides its links
 MIN_FILES = 3
 
 
@@ -70,4 +71,7 @@ def drop_repeated(stream: list, skipped: list[Skipped]) -> list:
 def _candidate(block: Block, at_edge: bool) -> bool:
     if len(block.text) > SHORT or block.verse or block.in_note or block.heading:
         return False
-    return block.furniture or bool(block.skeleton) or at_edge
+    # A block with links is a link bar where its own words are a few labels ("Next topic:"); with a
+    # sentence of its own around them it is text (a specification's list of its companion documents).
+    link_bar = bool(block.skeleton) and len(block.skeleton.replace(LINK_HOLE, " ").split()) <= LINK_BAR_WORDS
+    return block.furniture or link_bar or at_edge

@@ -8,108 +8,19 @@ import re
 from dataclasses import dataclass, field
 
 from . import skips
+from .classify import (ADVERT_CUES, ADVERT_TEXT, COPYRIGHT_TEXT, CREDIT_LINE, CREDIT_TEXT, EDITION_NOTE,  # noqa: F401
+                       EDITION_NOTE_TEXT, REFERENCE_LINE, REFERENCE_LINES, SHORT_TEXT, SKIP_TITLES, SKIP_TYPES,
+                       TITLE_LINE, TITLE_PAGE_TEXT, Evidence, References, classify, folded_title, list_heading, marked)
 from .model import Chapter, Skipped
 from .text import Anchor, Block, clean, epub_types, find_body, local_name
 from .toc import TocEntry, resolve
 
 XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
 
-# epub:type / landmark / guide type → what we call it in the skip report.
-SKIP_TYPES = {
-    "cover": "cover",
-    "toc": "table of contents",
-    "loi": "list of illustrations",
-    "lot": "list of tables",
-    "titlepage": "title page",
-    "title-page": "title page",
-    "halftitlepage": "half-title page",
-    "copyright-page": "copyright page",
-    "copyright": "copyright page",
-    "imprint": "imprint",
-    "colophon": "colophon",
-    "index": "index",
-}
-SKIP_TITLES = [
-    (re.compile(r"^(table of contents|contents|brief contents|table des mati[eè]res|inhalt|"
-                r"inhaltsverzeichnis|índice|sommaire)$"), "table of contents"),
-    (re.compile(r"^(copyright|copyright page|copyright notice|uncopyright|imprint|impressum)$"),
-     "copyright page"),
-    (re.compile(r"^colophon$"), "colophon"),
-    (re.compile(r"^(index|general index|index of names)$"), "index"),
-    (re.compile(r"^(list of (illustrations|plates|figures|maps)|illustrations|liste des (illustrations|gravures)|"
-                r"table des (illustrations|gravures)|verzeichnis der abbildungen|abbildungsverzeichnis|"
-                r"(í|i)ndice de (ilustraciones|láminas|grabados)|elenco delle illustrazioni)$"), "list of illustrations"),
-    (re.compile(r"^(cover|cover image|cover page|couverture)$"), "cover"),
-    (re.compile(r"^(title ?page|half[- ]?title( page)?|page de titre)$"), "title page"),
-    (re.compile(r"^(transcriber'?s'? notes?|notes? (du|de la|des) transcri\w+|notes? de transcription|"
-                r"anmerkungen? zur transkription|nota del transcriptor|corrections|errata|erratum|"
-                r"(list of )?(typographical )?errors corrected)$"), "transcriber's note"),
-    (re.compile(r"^(works by|other works by|other books by|books by|also by|by the same author|du m[eê]me auteur|"
-                r"(publishers?'? )?advertisements?|catalogue of (new )?books)\b"), "publisher's adverts"),
-    # Legal boilerplate that Project Gutenberg appends to every book; not part of the work.
-    # (Not its header's entry, "The Project Gutenberg eBook of Beowulf, by": what follows it is the book's.)
-    (re.compile(r"^(?!the project gutenberg e-?book of\b).*(project gutenberg|full license)"), "Project Gutenberg licence"),
-]
-# File names that say what a file is (Standard Ebooks, Calibre, InDesign and most producers use them).
-SKIP_FILES = [
-    (re.compile(r"(^|[_-])(title[_-]?page|titlepage)([_-]|$)"), "title page"),
-    (re.compile(r"(^|[_-])half[_-]?title([_-]?page)?([_-]|$)"), "half-title page"),
-    (re.compile(r"(^|[_-])(copyright|copyright[_-]page)([_-]|$)"), "copyright page"),
-    (re.compile(r"(^|[_-])imprint([_-]|$)"), "imprint"),
-]
-# Text that only a rights / imprint page carries; looked for in short spans only.
-COPYRIGHT_TEXT = re.compile(r"©|\ball rights reserved\b|\bcopyright,? (by|\(c\)|\d{4})\b|derechos reservados|droits (de \w+ )?réservés|diritti riservati|\bentered according to act of congress\b|\bISBN[\s:‐-]*[\dX‐-]{10,17}|tous droits|alle rechte vorbehalten|"
-                            r"todos los derechos|tutti i diritti|版权|版權|著作権|זכויות", re.IGNORECASE)
-# What else a rights page says: a paragraph with one of these is part of it, not of a text that
-# merely carries a copyright line.
-RIGHTS_TEXT = re.compile(COPYRIGHT_TEXT.pattern + r"|\bcopyright\b|\breproduc|\bpermission\b|\bpublished by\b|"
-                         r"\bprinted in\b|\bfirst (published|edition|printing)\b|\blibrary of congress\b|"
-                         r"\bcatalogu?ing\b|\btrademark|\blicen[cs]|\bpublisher\b|\bdroits\b|\bverlag\b",
-                         re.IGNORECASE)
-# A transcriber's account of the e-book edition (Gutenberg's "Au lecteur", "Transcriber's Note",
-# "There is an illustrated edition of this title …", "an HTML version of this file").
-TRANSCRIBER_TEXT = re.compile(r"\btranscriber'?s? note|\bthis e-?(book|text)\b|ce livre [ée]lectronique|note du transcripteur|"
-                              r"dieses e-?book|\b(version|edition)s? of this (e-?book|e-?text|file|title)\b",
-                              re.IGNORECASE)
-# What an advert for a publisher's service or other books says; a page that says ADVERT_CUES of
-# them is one (Safari Books Online: "on-demand digital library", "pricing", "subscribers", a URL).
-ADVERT_TEXT = re.compile(r"https?://|\bwww\.|®|™|\bsubscri(be|bers?|ption)\b|\bfree trial\b|\btry it (for )?free\b|"
-                         r"\bon-demand\b|\b(digital|virtual|online) (library|bookshelf|bookstore|edition)\b|"
-                         r"\bpricing\b|\bvisit us\b|\bfor more information\b|\border (online|now|from)\b|"
-                         r"\bspecial offers?\b|\bdiscounts?\b|\bnewsletter\b|\bsign up\b|\bbuy (it|now|online)\b",
-                         re.IGNORECASE)
-ADVERT_CUES = 4
-# A paragraph that points to another edition of the e-book: Gutenberg's "There is an illustrated
-# edition of this title which may be viewed at EBook #…", "An HTML version of this file …".
-EDITION_NOTE = re.compile(r"\b(html|illustrated|other|original|plain[- ]text|text|audio) (version|edition)s? of this "
-                          r"(e-?book|e-?text|file|title|book)\b", re.IGNORECASE)
-EDITION_NOTE_TEXT = 300
-# A line of a transcriber's list of corrections: «chrysostones» remplacé par «chrysostomes»,
-# "hte" changed to "the", ersetzt durch. A part whose lines nearly all (ERRATA_SHARE) are ones is that list, whatever its
-# size: its lines are checked to be such (the guess budget still holds).
-ERRATA_LINE = re.compile(r"\b(remplac[ée]e?s? par|corrig[ée]e?s? en|replaced (by|with)|changed (to|from)|corrected (to|from)|"
-                         r"ersetzt durch|ge[äa]ndert in|cambiad[oa] (a|por)|sustituid[oa] por|reemplazad[oa] por)\b|→|"
-                         r"\b(ins[ée]r[ée]e?|ajout[ée]e?|supprim[ée]e?|inserted|added|removed|deleted|omitted|eingef[üu]gt|"
-                         r"gestrichen|a[ñn]adid[oa]|suprimid[oa])\s*[«“\"‘']", re.IGNORECASE)
-ERRATA_LINES = 5  # lines at least: one correction in a short note is no list
-ERRATA_SHARE = 0.9  # of its lines (a heading line or an "as follows:" may sit among them)
-ERRATA = "transcriber's note (errata lines)"
-# The fields of Project Gutenberg's header, where no pgheader box holds them ("Title: 苦悶の欄",
-# "Author: …", "Release date: …"): a part made only of such lines is that header.
-PG_HEADER_LINE = re.compile(r"^(title|author|authors|translator|editor|illustrator|contributor|release date|posting date|"
-                            r"last updated|most recently updated|language|original publication|credits|produced by|"
-                            r"character set encoding|e-?text prepared by)\s*:", re.IGNORECASE)
-PG_HEADER = "Project Gutenberg header (its lines)"
-# A producer's credit ("Produced by Jian-Lun Huang", "E-text prepared by …"): e-book packaging.
-CREDIT_LINE = re.compile(r"^(produced by|e-?text prepared by|prepared by|transcribed by|digiti[sz]ed by|scanned by|"
-                         r"proofread by|html version by)\s+\S", re.IGNORECASE)
-CREDIT_TEXT = 300  # characters: a credit is a line
 # A title page's lines: short, no sentence in them; a byline starts with "by" in some language.
-TITLE_LINE = 120
 SENTENCES = re.compile(r"[a-z]{2}[.!?]\s+\S.*[a-z]{2}[.!?]")  # two sentences: prose ("BY J. M. BARRIE" is a line)
 PLACEHOLDER = re.compile(r"^\[(illustration|frontispiece|image|picture)\b[^\]]*\]$", re.IGNORECASE)
 BYLINE = re.compile(r"^(by|par|von|di|por|door|av|af|de)\s+\S", re.IGNORECASE)
-SHORT_TEXT = skips.PAGE_SIZE  # characters of body text: a rights page or a note on the edition is shorter
 TITLE_PAGES = ("title page", "half-title page")
 RIGHTS_LINE = 300  # a rights line on a title page ("Entered according to Act of Congress, in the year 1892, …")
 # A title page with the book's contents list after it: the list's lines are each checked to be a TOC
@@ -118,7 +29,9 @@ TITLE_AND_CONTENTS = "title page (its lines and contents lines)"
 CONTENTS_LINES = 3
 CONTENTS_WORDS = frozenset(["page", "pages", "chapter", "chapitre", "kapitel", "capítulo", "seite", "p", "pp"])
 ROMAN = re.compile(r"^[ivxlcdm]+$")
-TITLE_PAGE_TEXT = 1000  # characters of body text under an entry named like the book: its title page
+OPENING = 12  # words: where a list's line is looked for in a paragraph or line elsewhere
+CODE = re.compile(r"^[A-Z][A-Z0-9]{1,7}$")  # a label's code ("EOPSS", "TI86")
+FORM_LINES = 3  # found lines of one form that vouch for the rest of that form
 # What --keep-front-matter reads after all: parts of the printed book, not packaging.
 FRONT_MATTER = ("title page", "half-title page", "copyright page", "imprint", "transcriber's note",
                 "publisher's adverts")
@@ -210,6 +123,9 @@ class Cutter:
         self.skipped = skipped
         self.keep_front_matter = keep_front_matter
         self.label_words: list[set[str]] = []  # each TOC label's words, folded (contents lines are made of them)
+        self.label_texts: set[str] = set()  # each TOC label, folded
+        self.label_starts: set[str] = set()  # their first two words and more ("section wila" of "Section WILA …")
+        self.openings: dict[str, list] | None = None  # _openings
 
     def trim_gutenberg(self, stream: list) -> list:
         """Cut the Project Gutenberg header (up to '*** START OF …') and footer ('End of …')."""
@@ -282,10 +198,14 @@ class Cutter:
                     unsourced = None
                 current.blocks.append(it)
         self.label_words = [set(fold(s.entry.title).split()) for s in spans if s.entry is not None]
+        for s in spans:
+            words = fold(s.entry.title).split() if s.entry is not None else []
+            self.label_texts.add(" ".join(words))
+            self.label_starts.update(" ".join(words[:n]) for n in range(2, len(words)))
         front = True  # no text read yet: where a title page is
         for span in spans:
             if span.record is None:
-                span.skip = self._span_skip_reason(span, front)
+                span.skip = self._span_skip_reason(span, front, spans)
                 if span.skip and span.evidence == "guess" and span.unread_chars > page_bound(span):
                     span.skip = None  # a guess skips a page at most
             front = front and (bool(span.skip) or not span.has_body)
@@ -379,8 +299,8 @@ class Cutter:
 
     def _doc_skip_reason(self, name: str, info: DocInfo) -> str | None:
         """Why a file that no TOC entry points at is not read, if it is not."""
-        reason = self._marked(info.types, (name, None), "", name)
-        if not reason and info.lone_line and info.links >= 2 and SKIP_TITLES[0][0].search(_folded(info.lone_line)):
+        reason = marked(info.types, self.landmarks.get((name, None), set()), self.landmark_source, "", name)
+        if not reason and info.lone_line and info.links >= 2 and SKIP_TITLES[0][0].search(folded_title(info.lone_line)):
             # "Table of Contents" over a list of links (calibre's MOBI and AZW3 put one at the end):
             # the links are not read (text.py), and the heading is no part of the chapter before it
             return "table of contents (a heading over links)"
@@ -391,40 +311,75 @@ class Cutter:
         # A file with nothing at all in it (e.g. only the Gutenberg footer box) is not worth a line.
         return "no text (images only)" if info.images else None
 
-    def _span_skip_reason(self, span: Span, front: bool = False) -> str | None:
-        """Why a span is not read: how it is marked, else what its text says it is. `front`: no
-        text has been read before it."""
+    def _span_skip_reason(self, span: Span, front: bool = False, spans: list[Span] = ()) -> str | None:
+        """Why a span is not read (classify.py), from its evidence. `front`: no text has been read
+        before it; `spans`: all of the book's, which a list's lines are checked against."""
         entry = span.entry
         if entry is None and not span.blocks:
             return None
         doc = entry.doc if entry else (span.sources[0].partition("#")[0] if span.sources else None)
         key = (entry.doc, entry.fragment) if entry and entry.doc else None
-        reason = self._marked(span.types, key, span_title(span, ""), doc)
-        if reason and skips.evidence_of(reason) != "guess":
-            return reason
-        lines = [b for b in span.blocks if not b.heading]
-        if len(lines) >= ERRATA_LINES and sum(bool(ERRATA_LINE.search(b.text)) for b in lines) >= ERRATA_SHARE * len(lines):
-            return ERRATA  # its lines are the evidence, whatever its title says
-        if front and len(lines) >= 2 and all(PG_HEADER_LINE.match(b.text) for b in lines):
-            return PG_HEADER
-        if reason:
-            return reason
-        size = sum(len(b.text) for b in lines)
-        if size <= SHORT_TEXT and (heading := _list_heading(span)):
-            return f"{heading} (its heading)"
-        if span.blocks and size <= SHORT_TEXT:
-            if _mostly(span.blocks, COPYRIGHT_TEXT, RIGHTS_TEXT):
-                return "copyright page (text)"
-            if any(TRANSCRIBER_TEXT.search(b.text) for b in span.blocks):
-                return "transcriber's note (text)"
-            cues = {m.group(0).lower() for m in ADVERT_TEXT.finditer(" ".join(b.text for b in span.blocks))}
-            if len(cues) >= ADVERT_CUES:
-                return "publisher's adverts (text)"
-        if entry is not None and size <= TITLE_PAGE_TEXT and names_book(entry.title, self.title):
-            return "title page (the book's title)"
-        if front and (title_page := self._title_page_text(span)):
-            return title_page
-        return None
+        evidence = Evidence(
+            title=span_title(span, ""), blocks=span.blocks, types=span.types,
+            landmark=self.landmarks.get(key, set()) if key else set(), landmark_source=self.landmark_source,
+            file_name=doc or "", front=front, is_entry=entry is not None,
+            names_book=entry is not None and names_book(entry.title, self.title),
+            title_page=self._title_page_text(span) if front else None,
+            references=self._references(span, spans))
+        return classify(evidence)
+
+    def _references(self, span: Span, spans: list[Span]) -> References | None:
+        """For a part shaped like a list (REFERENCE_LINES short lines or more), how much of it is
+        lines found elsewhere in the book: a TOC label or the start of one, or the opening words
+        of a paragraph or line in another part ("Theorem EOPSS Equation Operations Preserve
+        Solution Sets" is the theorem's own first line). None for any other part."""
+        lines = [line for b in span.blocks if not b.heading for line in (b.lines or (b.text,))]
+        lengths = sorted(map(len, lines))
+        if len(lines) < REFERENCE_LINES or lengths[len(lengths) // 2] > REFERENCE_LINE:
+            return None
+        index = self._openings(spans)
+        found = References(lines=len(lines), chars=sum(lengths))
+        forms: dict[str, int] = {}  # a found line's form ("theorem CODE") → how many found lines have it
+        unfound: list[str] = []
+        for line in lines:
+            words = fold(line).split()
+            if not words:
+                continue
+            text = " ".join(words)
+            as_label = text in self.label_texts or (len(words) >= 2 and text in self.label_starts)
+            elsewhere = not as_label and len(words) >= 2 and any(
+                owner is not span and f" {text} " in f" {opening} "
+                for owner, opening in min((index.get(w, []) for w in words), key=len))
+            if as_label or elsewhere:
+                found.found_lines += 1
+                found.label_lines += as_label
+                found.found_chars += len(line)
+                if form := _line_form(line):
+                    forms[form] = forms.get(form, 0) + 1
+            else:
+                unfound.append(line)
+        # A line of the same form as lines found elsewhere ("Theorem RCLS Recognizing …" beside
+        # "Theorem EOPSS …" found as its theorem's first line) refers as they do, to a part the
+        # book may not hold.
+        for line in unfound:
+            if forms.get(_line_form(line) or "", 0) >= FORM_LINES:
+                found.found_lines += 1
+                found.found_chars += len(line)
+        return found
+
+    def _openings(self, spans: list[Span]) -> dict[str, list]:
+        """The first OPENING words of every paragraph and line of the book, folded, by each of
+        their words: (its span, the words). Made once a book, when a part shaped like a list asks."""
+        if self.openings is None:
+            self.openings = {}
+            for owner in spans:
+                for block in owner.blocks:
+                    for line in (block.text, *block.lines):
+                        words = fold(line).split()[:OPENING]
+                        opening = " ".join(words)
+                        for word in set(words):
+                            self.openings.setdefault(word, []).append((owner, opening))
+        return self.openings
 
     def _title_page_text(self, span: Span) -> str | None:
         """Short lines only, none of them prose, one naming the book or a byline naming its author
@@ -495,25 +450,6 @@ class Cutter:
         words = set(fold(text).split()) - CONTENTS_WORDS
         words = {w for w in words if not (w.isdigit() or ROMAN.match(w))}
         return bool(words) and any(words <= label for label in self.label_words)
-
-    def _marked(self, types: set[str], key, title: str, doc: str | None) -> str | None:
-        """Front/back matter by its epub:type or role, landmark or guide, title, or file name."""
-        for kind, label in SKIP_TYPES.items():
-            if kind in types:
-                return f"{label} (epub:type)"
-        landmark = self.landmarks.get(key, set()) if key else set()
-        for kind, label in SKIP_TYPES.items():
-            if kind in landmark:
-                return f"{label} ({self.landmark_source})"
-        folded = _folded(title)
-        for pattern, label in SKIP_TITLES:
-            if pattern.search(folded):
-                return f"{label} (title)"
-        stem = posixpath.splitext(posixpath.basename(doc or ""))[0].lower()
-        for pattern, label in SKIP_FILES:
-            if pattern.search(stem):
-                return f"{label} (file name)"
-        return None
 
     # -- chapters ----------------------------------------------------------------------------
 
@@ -589,18 +525,6 @@ def page_bound(span: Span) -> float:
     return skips.page_bound((span.skip_from or span).skip or "")
 
 
-def _list_heading(span: Span) -> str | None:
-    """The kind a short part's own heading line names, where its TOC label names something else
-    (a list of illustrations under the entry of the picture before it, "Frontpiece")."""
-    for block in span.blocks[:2]:
-        if len(block.text) <= TITLE_LINE:
-            folded = _folded(block.text)
-            for pattern, label in SKIP_TITLES:
-                if pattern.search(folded) and label in ("table of contents", "list of illustrations", "index"):
-                    return label
-    return None
-
-
 def span_title(span: Span, fallback: str) -> str:
     """A span's TOC label; text before the first entry is named by its first heading."""
     if span.entry is not None:
@@ -618,15 +542,6 @@ def names_book(label: str, book_title: str) -> bool:
 
 def fold(s: str) -> str:
     return re.sub(r"\W+", " ", s.casefold()).strip()
-
-
-def _mostly(body: list[Block], mark: re.Pattern, kin: re.Pattern) -> bool:
-    """Whether `mark` is found and the paragraphs that share its subject (`kin`) are at least as
-    long as the others: a rights page, not a section that carries a copyright line."""
-    if not any(mark.search(b.text) for b in body):
-        return False
-    kin_chars = sum(len(b.text) for b in body if kin.search(b.text))
-    return kin_chars >= sum(len(b.text) for b in body) - kin_chars
 
 
 def _has_sections(span: Span, by_entry: dict[int, Span]) -> bool:
@@ -727,14 +642,19 @@ def _on_title_page(root: Span, spans: list[Span]) -> bool:
             and not any(s.blocks and s.blocks[0].page_before for s in nested))
 
 
+def _line_form(line: str) -> str | None:
+    """A list line's form: its first word and a code after it ("Theorem EOPSS Equation …" →
+    "theorem CODE"), or None."""
+    words = line.split()
+    if len(words) >= 2 and CODE.match(words[1]):
+        return f"{fold(words[0])} CODE"
+    return None
+
+
 def add_sources(span: Span, sources: list[str]):
     for source in sources:
         if source not in span.sources:
             span.sources.append(source)
-
-
-def _folded(title: str) -> str:
-    return re.sub(r"[\s.:]+$", "", clean(title).lower().replace("’", "'"))
 
 
 def doc_info(root, name: str, anchors: set[str], items) -> DocInfo:

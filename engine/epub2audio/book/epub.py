@@ -14,7 +14,8 @@ book title) unless it is front matter.
 * One chapter (one marker) per TOC entry, titled exactly by its label. A heading-only entry ("Book
   the First", "Act I") keeps its own short chapter that reads its heading; an unlinked <span>
   divider, or one sharing its child's target, reads its label, placed before its first child.
-* Skipped and reported, with the evidence: cover, table of contents, title and half-title pages,
+* Skipped and reported, with the evidence (each part's kind is decided in book/classify.py, from
+  evidence it names): cover, table of contents, title and half-title pages,
   copyright page / imprint, colophon, index, transcriber's notes, publisher's adverts and the
   Project Gutenberg licence. Evidence, in order: epub:type or DPUB-ARIA role on the target (or
   the file's body / first typed section), EPUB3 landmarks or the EPUB2 guide, the entry's title,

@@ -47,8 +47,9 @@ class Skipped:
     reason: str  # e.g. "cover (epub:type)", "copyright page (landmarks)", "non-linear spine item"
     chars: int = 0  # characters of body text in the part that are not read
     # What decided it: "structure" (epub:type, ARIA role, landmarks, guide, nav document,
-    # non-linear spine item, Project Gutenberg's START/END markers), "guess" (text, a title or
-    # label, a file name), "repetition" (lines repeated across files) or "empty" (no text at all).
+    # non-linear spine item, Project Gutenberg's START/END markers), "lines" (a list whose lines are
+    # found elsewhere in the book), "guess" (text, a title or label, a file name), "repetition"
+    # (lines repeated across files) or "empty" (no text at all).
     evidence: str = "structure"
     # Its first words, for --list-chapters --preview (not part of what the skip is).
     preview: str = field(default="", compare=False)

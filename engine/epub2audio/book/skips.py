@@ -3,7 +3,9 @@ keep, the share of the text skipped, and the lines that say so (--list-chapters,
 the first milestone lines, warnings).
 
 Only structural evidence (epub:type, ARIA role, landmarks, guide, the nav document, non-linear
-spine items, Project Gutenberg's START/END markers) may skip a part of any size. A guess from text,
+spine items, Project Gutenberg's START/END markers) may skip a part of any size, and a list whose
+lines are found elsewhere in the book (evidence "lines", classify.py: what it skips is said
+elsewhere; what is not, a page at most). A guess from text,
 a title or a file name may skip a page at most (a list whose lines are each checked to be of its
 kind, such as a transcriber's corrections, may be longer), and all guesses together at most
 GUESS_BUDGET of the text: past that, the guessed parts are read after all and a warning names them.
@@ -31,6 +33,13 @@ STRUCTURE = ("epub:type", "landmarks", "guide", "nav document", "non-linear spin
 EMPTY = ("no text", "cover image page")
 # Guesses made line by line: each of the part's lines is checked, so its size is no risk.
 LINE_CHECKED = ("errata lines", "its lines and contents lines")
+# A list whose lines are nearly all found elsewhere in the book (classify.py: a contents page, a
+# list of theorems): what skipping it loses is said elsewhere, and what is not (a page at most) is
+# bounded where it is decided. Evidence "lines": counted in the summary, no guess, no warning.
+VERIFIED = ("its lines found elsewhere in the book",)
+# A licence named by its title whose text holds one of that licence's fixed sentences: its size is
+# the licence's, so only the guesses' budget bounds it.
+WHOLE = ("its title and text",)
 
 
 # --list-chapters --preview: this many words of each chapter and skipped part.
@@ -57,19 +66,21 @@ def _detail(reason: str) -> str:
 
 
 def evidence_of(reason: str) -> str:
-    """"structure", "guess" or "empty" for a reason the cutter gives ("copyright page (text)"):
+    """"structure", "lines", "guess" or "empty" for a reason the cutter gives ("copyright page (text)"):
     what is not known to be structure is a guess, so it stays bounded."""
     detail = _detail(reason)
     if reason.startswith(EMPTY) or detail in EMPTY:
         return "empty"
     if detail in STRUCTURE or reason in STRUCTURE or reason.startswith("notes ("):
         return "structure"
+    if detail in VERIFIED:
+        return "lines"
     return "guess"
 
 
 def page_bound(reason: str) -> float:
     """The characters a guess for `reason` may skip in one part."""
-    return float("inf") if _detail(reason) in LINE_CHECKED else PAGE_SIZE
+    return float("inf") if _detail(reason) in LINE_CHECKED + VERIFIED + WHOLE else PAGE_SIZE
 
 
 def kind_of(reason: str) -> str:

@@ -166,6 +166,8 @@ class Block:
     aside_note: bool = field(default=False, compare=False)
     # A heading's rank: 1-6 for h1-h6 (an hgroup: its highest), 0 for a chapter line.
     level: int = field(default=0, compare=False)
+    # Its lines, where <br/> breaks it into several (a list in one paragraph): classify.py weighs them.
+    lines: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass
@@ -697,6 +699,8 @@ class _Reader:
             return
         block = make_block(raw, heading, level=level if heading else 0)
         block.skeleton = skeleton
+        if len(lines) > 1:
+            block.lines = tuple(line for line in map(shown, lines) if line)
         self.emit(block)
         self._emit_picture_notes()
 
