@@ -423,6 +423,8 @@ def test_beowulfs_chapter_numbers_are_read(corpus):
     assert [c.paragraphs[:2] for c in numbered] == [
         ["I.", "THE LIFE AND DEATH OF SCYLD."], ["II.", "SCYLD’S SUCCESSORS.—HROTHGAR’S GREAT MEAD-HALL."],
         ["XLIII.", "THE BURNING OF BEOWULF."]]
+    # (the preface's heading links back to a contents line in its own file, above it)
+    assert b.chapters[0].title == "PREFACE." and b.chapters[0].paragraphs[0] == "PREFACE."
 
 
 def test_a_title_page_with_its_contents_list_is_skipped_line_by_line(tmp_path):

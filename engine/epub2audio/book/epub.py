@@ -362,7 +362,7 @@ class _Loader:
             anchors = {e.fragment for e in doc_entries if e.fragment}
             content = Content(self.meta.first("language") or None, self.image_alt,
                               lambda src, doc=name: resolve(doc, src)[0] in self.cover_images,
-                              lambda href, doc=name, at=number: order.get(resolve(doc, href)[0], at) < at)
+                              lambda href, doc=name, at=number: _earlier(order.get(resolve(doc, href)[0]), at))
             items = read_blocks(root, anchors, self.notes.elements.get(name, frozenset()), content)
             self.warnings.extend(_unread_warning(name, kind, count) for kind, count in content.unread.items())
             gutenberg_box += content.gutenberg_box_chars
@@ -396,6 +396,14 @@ class _Loader:
                                         "(contents, index or back-links inside the text)", link_lines, "structure",
                                         preview=skips.preview(link_texts)))
         return stream
+
+
+def _earlier(target: int | None, at: int) -> bool | None:
+    """Whether spine file `target` comes before file `at`; None for the same file (or one not in
+    the spine, which no earlier text holds)."""
+    if target is None:
+        return False
+    return None if target == at else target < at
 
 
 def _unread_text(root) -> tuple[int, str]:

@@ -176,9 +176,10 @@ class Content:
     language: str | None = None  # the book's language, where the markup names none
     image_alt: bool = True  # read content pictures' text alternatives as a short note
     is_cover: Callable[[str], bool] | None = None  # whether an src (as written) is the book's cover image
-    # Whether a link (its href as written) points into a file before this one in reading order: a
-    # heading linked back to the contents ("II." in Gutenberg's Beowulf) is still the heading.
-    points_back: Callable[[str], bool] | None = None
+    # Whether a link (its href as written) points into a file before this one in reading order (None:
+    # into this one): a heading linked back to the contents ("II." in Gutenberg's Beowulf) is still
+    # the heading.
+    points_back: Callable[[str], bool | None] | None = None
     # kind of element not read (or read without its structure) → how many, for Book.warnings
     unread: dict[str, int] = field(default_factory=dict)
     # characters in ebookmaker's Project Gutenberg header/footer boxes, which are never read
@@ -794,11 +795,12 @@ class _Reader:
         self.emit(make_block(raw))
 
     def _points_back(self, href: str) -> bool:
-        """Whether a link leads to an earlier place: in this file, an id already met."""
+        """Whether a link leads to an earlier place: an earlier file, or in this file an id already met."""
         doc, _, fragment = href.partition("#")
-        if not doc:
+        earlier = self.content.points_back(href) if doc and self.content.points_back else None
+        if earlier is None:  # this file (or no way to tell)
             return bool(fragment) and fragment in self.seen_ids
-        return bool(self.content.points_back and self.content.points_back(href))
+        return earlier
 
     def mark_anchor(self, el):
         el_id = el.get("id")
