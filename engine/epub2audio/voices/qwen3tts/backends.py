@@ -32,10 +32,9 @@ that gain is small, and the Qwen3 voice (voice.py) runs torch's stages whatever 
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
-from ..cosyvoice3.backends import PlatformInfo, mlx_available
+from ..runtimes import PlatformInfo, mlx_available, onnx_available
 
 BACKEND_CHOICES = ("auto", "mlx", "onnx", "torch")
 
@@ -47,7 +46,7 @@ def choose_backend(requested: str = "auto", platform: PlatformInfo | None = None
     if requested == "torch":
         return "torch"
     if requested == "onnx":
-        if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
+        if not onnx_available():
             raise ValueError("backend 'onnx' needs the onnxruntime and onnx packages, which are not installed")
         return "onnx"
     have = mlx_available() if have_mlx is None else have_mlx
