@@ -66,7 +66,6 @@ from .text import TextTokenizer, language_name, load_text_tokenizer
 LENGTH_CAPS = ("tight", "upstream")
 SILENCE_SECONDS = 0.2  # what an empty segment becomes
 DEVICES = ("auto", "cpu", "cuda", "mps")
-_MODEL_ID_BLOCK, _MODEL_ID_BLOCKS = 1 << 20, 16
 
 
 def pcm16(wave: torch.Tensor) -> bytes:
@@ -75,25 +74,8 @@ def pcm16(wave: torch.Tensor) -> bytes:
 
 
 def folder_id(ck: Checkpoint) -> str:
-    """``qwen3tts-<16 hex>``: SHA-256 over every file synthesis reads, by name, size and 16
-    evenly spaced 1 MiB blocks (small files whole), as CosyVoice3's model id: cheap on 2.5 GB,
-    independent of paths and mtimes, changed by any retrained file in practice."""
-    # v2: a built-in speaker's default prompt became upstream's non-streaming one (issue 31); ids
-    # made before name streaming-layout audio, so a resumed job must not reuse their segments
-    h = hashlib.sha256(b"epub2audio qwen3tts model_id v2\0")
-    for p in ck.files():
-        name = p.relative_to(ck.paths.model_dir).as_posix()
-        size = p.stat().st_size
-        h.update(f"{name}\0{size}\0".encode())
-        with open(p, "rb") as f:
-            if size <= _MODEL_ID_BLOCK * _MODEL_ID_BLOCKS:
-                h.update(f.read())
-                continue
-            last = size - _MODEL_ID_BLOCK
-            for i in range(_MODEL_ID_BLOCKS):
-                f.seek(last * i // (_MODEL_ID_BLOCKS - 1))
-                h.update(f.read(_MODEL_ID_BLOCK))
-    return "qwen3tts-" + h.hexdigest()[:16]
+    """The folder's weight hash (Checkpoint.folder_id), the head of every model id."""
+    return ck.folder_id()
 
 
 def prompt_id(prompt: ClonePrompt) -> str:
