@@ -27,6 +27,11 @@ bench/results/qwen3-onnx-talker-full-2core-shared.txt): a Talker step on 2 threa
 torch's 0.118 s (1.97x; 2.16x with the machine otherwise idle), on 1 thread 1.40-1.45x; its logits
 as close to upstream's fp64 run as torch's (1.49e-5 against 1.50e-5). But the torch Code Predictor
 frame (0.31-0.49 s) is most of a frame, so a whole frame gains only 1.08-1.15x: too little for auto.
+
+The voice (voice.py) builds its stages here. The user's door is CosyVoice3's: `--llm-backend` /
+config.toml's `llm_backend`, which the parent checks with `check_backend` before any work. This
+module imports no runtime at module level (runtimes.py finds them without importing), so the parent
+may call `check_backend`; `auto` is resolved by the worker, on the machine that runs the stages.
 """
 
 from __future__ import annotations
