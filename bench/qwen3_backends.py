@@ -17,8 +17,8 @@ CustomVoice (generate.generate, each layout) on --dir, and on --base-dir the clo
 layout). A Talker and Code Predictor wrapper records every logits vector each backend hands the
 host sampler, so while the codes agree the two runs read the same inputs and the logits are
 compared step for step (Talker: every step; Code Predictor: every head of every frame).
-build_clone_prompt reads torch modules, so a clone prompt is built by the torch stages and its
-frames run on each backend (run_frames).
+A clone prompt is built by the torch stages and its frames run on each backend (run_frames): when
+this was measured build_clone_prompt read torch modules; it now reads the stages' seam only.
 """
 
 from __future__ import annotations

@@ -41,7 +41,9 @@ def convert_parser() -> argparse.ArgumentParser:
                                    "(or qwen3:FOLDER:SPEAKER) or tone (see `epub2audio voice list`)")
     p.add_argument("--model-dir", type=Path, help="the Fun-CosyVoice3-0.5B folder (for CosyVoice3 voices)")
     p.add_argument("--llm-backend", choices=("auto", "torch", "mlx", "onnx"),
-                   help="CosyVoice3 LLM stage: auto = the fastest measured: MLX on Apple Silicon, ONNX Runtime elsewhere; torch = the faithful reference")
+                   help="CosyVoice3 LLM stage: auto = the fastest measured: MLX on Apple Silicon, ONNX Runtime elsewhere; "
+                        "torch = the faithful reference. Qwen3-TTS Talker and Code Predictor: auto = MLX on Apple "
+                        "Silicon, torch elsewhere; onnx = the Talker on ONNX Runtime")
     p.add_argument("--flow-precision", choices=("fp32", "onnx-fp32", "int8", "onnx-int8", "bf16", "fp16"),
                    help="CosyVoice3 flow: fp32 (reference), onnx-fp32 (within 1e-4), int8 or onnx-int8 (faster, not exact), "
                         "bf16 or fp16 (for GPUs)")

@@ -10,6 +10,8 @@ environment variables, command-line options. Keys in config.toml:
   llm_backend = "auto"           llm_precision = "fp32"         flow_precision = "fp32"
   hift_precision = "fp32"        device = "auto"                (auto, cpu, cuda, mps)
   device_llm / device_flow / device_hift = "cpu" ...   (one stage's device; `--device` overrides)
+                                 (llm_backend also picks Qwen3-TTS's Talker and Code Predictor backend,
+                                  device its decoder's device)
   llm_step = "auto"              (CosyVoice3's torch LLM: "static" = fixed shapes, replayed as a CUDA
                                   graph on CUDA, the default there; "dynamic" elsewhere)
   pipeline_depth = 1             (2: a CosyVoice3 worker decodes the next segment while rendering)

@@ -3,6 +3,7 @@ seeds, its PCM, and its length cap on a folder that loops."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 
@@ -149,9 +150,9 @@ def test_qwen3_streaming_reaches_qwen3_voices_only_and_must_be_a_bool(tmp_path, 
     monkeypatch.setattr(catalog, "qwen3_clone", lambda name: None)
     extra = {"device": "cpu", "length_cap": "tight", "llm_backend": "auto"}
     plain = catalog.resolve("qwen3:tiny:ryan", config={}, extra=extra)
-    assert plain.options["extra"] == {"device": "cpu", "length_cap": "tight"}
+    assert plain.options["extra"] == {"device": "cpu", "length_cap": "tight", "backend": "auto"}
     streamed = catalog.resolve("qwen3:tiny:ryan", config={"qwen3_streaming": True}, extra=extra)
-    assert streamed.options["extra"] == {"device": "cpu", "length_cap": "tight", "streaming": True}
+    assert streamed.options["extra"] == {"device": "cpu", "length_cap": "tight", "backend": "auto", "streaming": True}
     with pytest.raises(InputError, match=r"^config.toml: qwen3_streaming must be true or false, not 'yes'$"):
         catalog.resolve("qwen3:tiny:ryan", config={"qwen3_streaming": "yes"}, extra=extra)
 
@@ -165,6 +166,9 @@ def test_a_compressed_folder_reads_through_the_voice(voice, speaking_dir, tmp_pa
     compress_folder(speaking_dir, tmp_path / "lossless", llm="bf16", vocab=("en",))
     lossless = Qwen3Voice.load(tmp_path / "lossless", "Ryan", device="cpu", threads=1)
     assert lossless.synthesize(TEXT, 1, "en") == voice.synthesize(TEXT, 1, "en")
+    if importlib.util.find_spec("mlx") and importlib.util.find_spec("mlx_lm"):  # the pruned table read on the host
+        on_mlx = Qwen3Voice.load(tmp_path / "lossless", "Ryan", device="cpu", threads=1, backend="mlx")
+        assert on_mlx.synthesize(TEXT, 1, "en") == voice.synthesize(TEXT, 1, "en")
     assert lossless.info.model_id != voice.info.model_id  # other files, other id (the audio may not differ)
     compress_folder(speaking_dir, tmp_path / "int8", llm="int8", vocab=("en",))
     int8 = Qwen3Voice.load(tmp_path / "int8", "Ryan", device="cpu", threads=1)

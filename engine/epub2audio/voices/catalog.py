@@ -577,8 +577,19 @@ def _qwen3_folder_of(voice: str) -> tuple[Qwen3Folder, str]:
 
 def _qwen3_choice(name: str, workers: int, extra: dict, config: dict) -> VoiceChoice:
     threads = max(1, _available_cores() // max(1, workers))
-    # of the job's model options, these two apply (the CosyVoice3 backends and precisions do not)
+    # of the job's model options these apply: the device, the cap, and the LLM backend as what runs
+    # the Talker and Code Predictor (CosyVoice3's precisions and per-stage devices do not)
     options = {key: extra[key] for key in ("device", "length_cap") if key in extra}
+    if "llm_backend" in extra:  # checked here, before any work; a worker resolves auto
+        from .qwen3tts.backends import BACKEND_CHOICES, check_backend  # imports no runtime
+
+        backend = extra["llm_backend"]
+        if backend not in BACKEND_CHOICES:  # --llm-backend's own choices are argparse's to refuse
+            raise InputError(f"config.toml: llm_backend must be one of {', '.join(BACKEND_CHOICES)}, not {backend!r}")
+        try:
+            options["backend"] = check_backend(backend)
+        except ValueError as error:
+            raise InputError(f"voice {name}: {error}") from None
     # config.toml's qwen3_streaming reaches Qwen3-TTS only (CosyVoice3's options never carry it);
     # absent, each voice takes upstream's default text layout (qwen3tts/voice.py)
     if "qwen3_streaming" in config:

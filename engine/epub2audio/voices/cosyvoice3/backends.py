@@ -47,16 +47,14 @@ Recording convention (`describe_pipeline`, used for `VoiceInfo.backend` / `.prec
 
 from __future__ import annotations
 
-import importlib.util
-import platform as _platform
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
 from torch import nn
 
+from ..runtimes import PlatformInfo, mlx_available, onnx_available  # noqa: F401 (re-exported)
 from .llm import CosyVoice3LM, LLMArgs, NextLogp
 
 BACKEND_CHOICES = ("auto", "mlx", "torch", "onnx")
@@ -65,28 +63,6 @@ LLM_PRECISIONS: dict[str, tuple[str, ...]] = {
     "mlx": ("fp32", "fp16", "bf16", "int8", "int4"),
     "onnx": ("fp32", "int8", "int4"),  # llm_onnx: ONNX Runtime on the CPU, opt-in (never "auto")
 }
-
-
-@dataclass(frozen=True)
-class PlatformInfo:
-    system: str  # platform.system(): "Darwin", "Linux", "Windows"
-    machine: str  # platform.machine(): "arm64", "x86_64", "aarch64", "AMD64"
-
-    @classmethod
-    def current(cls) -> PlatformInfo:
-        return cls(_platform.system(), _platform.machine())
-
-    @property
-    def apple_silicon(self) -> bool:
-        return self.system == "Darwin" and self.machine.lower() in ("arm64", "aarch64")
-
-
-def mlx_available() -> bool:
-    return importlib.util.find_spec("mlx") is not None and importlib.util.find_spec("mlx_lm") is not None
-
-
-def onnx_available() -> bool:
-    return importlib.util.find_spec("onnxruntime") is not None and importlib.util.find_spec("onnx") is not None
 
 
 def choose_llm_backend(

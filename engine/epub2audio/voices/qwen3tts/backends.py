@@ -26,16 +26,19 @@ shapes, 2-core x86-64 EPYC, best of 5 interleaved rounds;
 bench/results/qwen3-onnx-talker-full-2core-shared.txt): a Talker step on 2 threads 0.060 s against
 torch's 0.118 s (1.97x; 2.16x with the machine otherwise idle), on 1 thread 1.40-1.45x; its logits
 as close to upstream's fp64 run as torch's (1.49e-5 against 1.50e-5). But the torch Code Predictor
-frame (0.31-0.49 s) is most of a frame, so a whole frame gains only 1.08-1.15x. auto stays torch:
-that gain is small, and the Qwen3 voice (voice.py) runs torch's stages whatever this module picks.
+frame (0.31-0.49 s) is most of a frame, so a whole frame gains only 1.08-1.15x: too little for auto.
+
+The voice (voice.py) builds its stages here. The user's door is CosyVoice3's: `--llm-backend` /
+config.toml's `llm_backend`, which the parent checks with `check_backend` before any work. This
+module imports no runtime at module level (runtimes.py finds them without importing), so the parent
+may call `check_backend`; `auto` is resolved by the worker, on the machine that runs the stages.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
-from ..cosyvoice3.backends import PlatformInfo, mlx_available
+from ..runtimes import PlatformInfo, mlx_available, onnx_available
 
 BACKEND_CHOICES = ("auto", "mlx", "onnx", "torch")
 
@@ -47,7 +50,7 @@ def choose_backend(requested: str = "auto", platform: PlatformInfo | None = None
     if requested == "torch":
         return "torch"
     if requested == "onnx":
-        if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
+        if not onnx_available():
             raise ValueError("backend 'onnx' needs the onnxruntime and onnx packages, which are not installed")
         return "onnx"
     have = mlx_available() if have_mlx is None else have_mlx
@@ -59,32 +62,36 @@ def choose_backend(requested: str = "auto", platform: PlatformInfo | None = None
     return "mlx" if platform.apple_silicon and have else "torch"
 
 
+def check_backend(requested: str) -> str:
+    """`requested` itself, or ValueError (one line) for a value that is no choice or a forced backend
+    whose packages are not installed here. For the parent: it resolves nothing (`auto` is the
+    worker's to resolve) and looks for nothing unless a backend is forced."""
+    if requested != "auto":
+        choose_backend(requested)
+    return requested
+
+
 def build_talker_and_code_predictor(checkpoint: Any, backend: str = "auto", *, platform: PlatformInfo | None = None,
                                     model_id: str | None = None, cache_root: Any = None, threads: int | None = None):  # fmt: skip
     """(Talker, CodePredictor) of a `checkpoint.Checkpoint` on the chosen backend, fp32. Both take
-    their own fp32 copies, so the caller may drop `checkpoint.state_dict` afterwards. onnx: the
-    graph is cached under `cache_root` (default cache_dir()/onnx) by `model_id` (default the
-    folder's voice.folder_id) and its session runs `threads` intra-op threads (default torch's)."""
+    their own fp32 copies, so the caller may drop `checkpoint.state_dict` afterwards. A compressed
+    folder's text table (checkpoint.talker_modules) is kept as stored on every backend: torch's
+    Talker holds it, the ONNX Talker's host and the MLX Talker look ids up in it. onnx: the graph is
+    cached under `cache_root` (default cache_dir()/onnx) by `model_id` (default the folder's
+    checkpoint.folder_id) and its session runs `threads` intra-op threads (default torch's)."""
     chosen = choose_backend(backend, platform)
     if chosen == "onnx":
         from .code_predictor import CodePredictor
-        from .talker import Talker
         from .talker_onnx import load_onnx_talker
 
-        if model_id is None:
-            from .voice import folder_id
-
-            model_id = folder_id(checkpoint)
-        talker = load_onnx_talker(Talker.from_state_dict(checkpoint.talker_args, checkpoint.state_dict), model_id,
-                                  cache_root, threads=threads)  # fmt: skip
+        talker = load_onnx_talker(checkpoint.build_talker, model_id or checkpoint.folder_id(), cache_root, threads=threads)
         return talker, CodePredictor.from_state_dict(checkpoint.code_predictor_args, checkpoint.state_dict)
     if chosen == "mlx":
         from .code_predictor_mlx import CodePredictor
         from .talker_mlx import Talker
-    else:
-        from .code_predictor import CodePredictor
-        from .talker import Talker
-    return (
-        Talker.from_state_dict(checkpoint.talker_args, checkpoint.state_dict),
-        CodePredictor.from_state_dict(checkpoint.code_predictor_args, checkpoint.state_dict),
-    )
+
+        return (
+            Talker.from_state_dict(checkpoint.talker_args, checkpoint.state_dict, modules=checkpoint.talker_modules),
+            CodePredictor.from_state_dict(checkpoint.code_predictor_args, checkpoint.state_dict),
+        )
+    return checkpoint.build_talker(), checkpoint.build_code_predictor()

@@ -23,6 +23,7 @@ ready module (`talker_modules`) that the Talker is built with.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -58,6 +59,7 @@ SPEAKER_ENCODER_FILE = "speaker_encoder.safetensors"  # Base's speaker_encoder.*
 TEXT_TABLE = "model.text_embedding"  # under talker.
 TEXT_KEY = "talker." + TEXT_TABLE + ".weight"
 ROW_MAP_KEY = "talker." + TEXT_TABLE + ".row_of_id"  # int32 [text vocab]: kept row of each id, -1 = dropped
+_ID_BLOCK, _ID_BLOCKS = 1 << 20, 16  # folder_id reads 16 blocks of 1 MiB from a large file
 SCALE = ".scale"  # suffix of a quantised tensor's scales (int8 rows: [rows] fp32; int4 groups: [out, in/32] fp16)
 
 # upstream's defaults (Qwen3TTSConfig), used where config.json leaves a special text id out
@@ -216,13 +218,34 @@ class Checkpoint:
 
     def files(self) -> list[Path]:
         """Every file synthesis reads from the folder: the official layout's, or a compressed
-        folder's manifest and stored stages (what voice.folder_id hashes)."""
+        folder's manifest and stored stages (what folder_id hashes)."""
         if self.compressed is None:
             return self.paths.required()
         d = self.paths.model_dir
         names = [MANIFEST, *MODEL_FILES[:2], *TEXT_TOKENIZER_FILES, TALKER_FILE, f"{SPEECH_TOKENIZER}/config.json",
                  DECODER_FILE]
         return [d / n for n in names] + [d / n for n in (ENCODER_FILE, SPEAKER_ENCODER_FILE) if (d / n).is_file()]
+
+    def folder_id(self) -> str:
+        """``qwen3tts-<16 hex>``: SHA-256 over every file synthesis reads, by name, size and 16
+        evenly spaced 1 MiB blocks (small files whole), as CosyVoice3's model id: cheap on 2.5 GB,
+        independent of paths and mtimes, changed by any retrained file in practice."""
+        # v2: a built-in speaker's default prompt became upstream's non-streaming one (issue 31); ids
+        # made before name streaming-layout audio, so a resumed job must not reuse their segments
+        h = hashlib.sha256(b"epub2audio qwen3tts model_id v2\0")
+        for p in self.files():
+            name = p.relative_to(self.paths.model_dir).as_posix()
+            size = p.stat().st_size
+            h.update(f"{name}\0{size}\0".encode())
+            with open(p, "rb") as f:
+                if size <= _ID_BLOCK * _ID_BLOCKS:
+                    h.update(f.read())
+                    continue
+                last = size - _ID_BLOCK
+                for i in range(_ID_BLOCKS):
+                    f.seek(last * i // (_ID_BLOCKS - 1))
+                    h.update(f.read(_ID_BLOCK))
+        return "qwen3tts-" + h.hexdigest()[:16]
 
     def build_talker(self):
         from .talker import Talker

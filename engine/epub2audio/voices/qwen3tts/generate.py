@@ -179,15 +179,17 @@ def build_clone_prompt(talker: Talker, cp: CodePredictor, ids: Sequence[int], te
         raise ValueError(f"language {language!r} is not one of auto, {', '.join(langs)}")
     if len(ids) < 9:
         raise ValueError("the assistant-formatted text must hold a role (3 ids), text and the 5-id suffix")
-    weight = talker.codec_head.weight
-    spk = torch.as_tensor(speaker_embedding).to(weight.device, weight.dtype).view(1, 1, -1)
+    # Only the stages' seam is read (embed_text, embed_codec, embed_code: torch tensors on every
+    # backend), so the MLX and ONNX stages build the same prompt as torch's, row for row.
+    head = [a.codec_nothink_id, a.codec_think_bos_id, a.codec_think_eos_id] if language_id is None else [
+        a.codec_think_id, a.codec_think_bos_id, language_id, a.codec_think_eos_id]  # fmt: skip
+    head_emb = talker.embed_codec(head)
+    spk = torch.as_tensor(speaker_embedding).to(head_emb.device, head_emb.dtype).view(1, 1, -1)
     if spk.shape[-1] != a.hidden_size:
         raise ValueError(f"the speaker embedding has {spk.shape[-1]} values; this Talker reads {a.hidden_size}")
     bos, eos, pad = talker.embed_text([text_ids["tts_bos_token_id"], text_ids["tts_eos_token_id"],
                                        text_ids["tts_pad_token_id"]]).split(1, dim=1)  # fmt: skip
-    head = [a.codec_nothink_id, a.codec_think_bos_id, a.codec_think_eos_id] if language_id is None else [
-        a.codec_think_id, a.codec_think_bos_id, language_id, a.codec_think_eos_id]  # fmt: skip
-    codec_emb = torch.cat([talker.embed_codec(head), spk, talker.embed_codec([a.codec_pad_id, a.codec_bos_id])], dim=1)
+    codec_emb = torch.cat([head_emb, spk, talker.embed_codec([a.codec_pad_id, a.codec_bos_id])], dim=1)
     role = talker.embed_text(ids[:3])
     mid = torch.cat([pad.expand(-1, codec_emb.shape[1] - 2, -1), bos], dim=1) + codec_emb[:, :-1]
     if ref_codes is None:
@@ -195,12 +197,13 @@ def build_clone_prompt(talker: Talker, cp: CodePredictor, ids: Sequence[int], te
         return torch.cat([role, mid, tail], dim=1), trailing, pad
     if ref_text_ids is None or len(ref_text_ids) < 6:
         raise ValueError("ICL needs the reference text's ids (role, text, <|im_end|>\\n)")
-    codes = torch.as_tensor(ref_codes, dtype=torch.long, device=weight.device)
+    codes = torch.as_tensor(ref_codes, dtype=torch.long)
     if codes.dim() != 2 or codes.shape[1] != a.num_code_groups or not codes.shape[0]:
         raise ValueError(f"reference codes must be [T, {a.num_code_groups}] with T > 0, got {list(codes.shape)}")
     text = torch.cat([talker.embed_text(list(ref_text_ids[3:-2]) + list(ids[3:-5])), eos], dim=1)
-    per_group = [talker.model.codec_embedding(codes[:, :1])]
-    per_group += [cp.model.codec_embedding[g - 1](codes[:, g : g + 1]) for g in range(1, a.num_code_groups)]
+    per_group = [talker.embed_codec(codes[:, 0].tolist()).transpose(0, 1)]  # [T, 1, H] each
+    per_group += [torch.stack([cp.embed_code(g, c) for c in codes[:, g].tolist()]).unsqueeze(1)
+                  for g in range(1, a.num_code_groups)]  # fmt: skip
     frames = torch.cat(per_group, dim=1).sum(1).unsqueeze(0)  # [1, T, H], summed as upstream sums
     codec = torch.cat([talker.embed_codec([a.codec_bos_id]), frames], dim=1)
     n_text, n_codec = text.shape[1], codec.shape[1]

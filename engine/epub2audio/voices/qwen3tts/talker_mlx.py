@@ -8,6 +8,11 @@ What is mlx-lm's and what is ours:
     model.norm              mlx.nn.RMSNorm
     model.codec_embedding, model.text_embedding, text_projection, codec_head    ours (plain MLX layers)
 
+A compressed folder's text table (its kept rows and token map, or int8 rows: Checkpoint.talker_modules)
+is not widened into an MLX table: it stays the torch module the checkpoint built and ids are looked up
+in it on the host (`host_text_table`), then projected on MLX. So a pruned id is refused as torch's
+Talker refuses it, an int8 row is the same fp32 row as torch's, and the table keeps its stored size.
+
 The parameter names are the official `model.safetensors` names with `talker.` stripped (the same as
 talker.py's), so the torch tensors of `Checkpoint.state_dict` load strictly with no key map.
 
@@ -42,6 +47,7 @@ from mlx_lm.models import qwen3
 from mlx_lm.models.base import create_attention_mask
 from mlx_lm.models.cache import KVCache
 
+from .checkpoint import TEXT_TABLE
 from .talker import Talker as TorchTalker
 from .talker import TalkerArgs, TalkerStep
 
@@ -170,6 +176,7 @@ class Talker(nn.Module):
         self.model = TalkerModel(args)
         self.text_projection = TextProjection(args)
         self.codec_head = nn.Linear(args.hidden_size, args.vocab_size, bias=False)
+        self.host_text_table = None  # a compressed folder's torch text table (module docstring)
 
     @property
     def precision(self) -> str:
@@ -177,9 +184,18 @@ class Talker(nn.Module):
         return {mx.float32: "fp32", mx.float16: "fp16", mx.bfloat16: "bf16"}.get(dtype, str(dtype))
 
     @classmethod
-    def from_state_dict(cls, args: TalkerArgs, state_dict: Mapping[str, torch.Tensor]) -> Talker:
-        """From model.safetensors' tensors (torch, `talker.` keys, any float dtype), strict, fp32."""
+    def from_state_dict(cls, args: TalkerArgs, state_dict: Mapping[str, torch.Tensor],
+                        modules: Mapping[str, Any] | None = None) -> Talker:  # fmt: skip
+        """From model.safetensors' tensors (torch, `talker.` keys, any float dtype), strict, fp32.
+        `modules`: Checkpoint.talker_modules; its text table is kept as the host's (module docstring)."""
         model = cls(args)  # lazy random init: never evaluated, replaced below
+        modules = dict(modules or {})
+        table = modules.pop(TEXT_TABLE, None)
+        if modules:
+            raise ValueError(f"the MLX Talker takes a stored text table only, not {sorted(modules)}")
+        if table is not None:
+            del model.model["text_embedding"]  # state_dict lacks it: the table stands for it
+            model.host_text_table = table
         weights = [(k, to_mlx(v)) for k, v in TorchTalker.own_keys(state_dict).items()]
         model.load_weights(weights, strict=True)
         model.eval()
@@ -196,7 +212,11 @@ class Talker(nn.Module):
     def embed_text(self, text_ids: Sequence[int]) -> torch.Tensor:
         """Text ids -> projected text vectors [1, n, H] (torch, fp32)."""
         ids = self._ids(text_ids, self.args.text_vocab_size, "text")
-        return to_torch(self.text_projection(self.model.text_embedding(ids)))
+        if self.host_text_table is None:
+            return to_torch(self.text_projection(self.model.text_embedding(ids)))
+        with torch.inference_mode():
+            rows = self.host_text_table(torch.from_numpy(np.array(ids, dtype=np.int64)))
+        return to_torch(self.text_projection(to_mlx(rows)))
 
     def embed_codec(self, codec_ids: Sequence[int]) -> torch.Tensor:
         return to_torch(self.model.codec_embedding(self._ids(codec_ids, self.args.vocab_size, "codec")))

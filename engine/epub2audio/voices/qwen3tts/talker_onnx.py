@@ -24,8 +24,7 @@ KV-cache session feeds (one position per step), and equal rows make M-RoPE ordin
 same angles, so the graph takes rope_angles of positions P..P+L-1.
 
 What stays on the host, in torch, unchanged: the text and codec embeddings, the text projection
-(the prompt is assembled by generate.py from them as for the torch Talker) and the codec head's
-weight as a tensor (build_clone_prompt reads its device and dtype). So `OnnxTalker` is the torch
+(the prompt is assembled by generate.py from them as for the torch Talker). So `OnnxTalker` is the torch
 Talker with its decoder layers moved into the graph: generate.py, build_clone_prompt and the host
 sampler run unchanged, and all randomness stays the segment's torch.Generator.
 

@@ -1,5 +1,6 @@
 """The Qwen3-TTS voice: a built-in speaker of a CustomVoice folder, or a voice cloned with a Base
-folder (a saved clone.ClonePrompt), in PyTorch (fp32).
+folder (a saved clone.ClonePrompt), fp32: the Talker and Code Predictor on the backend backends.py
+picks, the decoder in PyTorch.
 
     text --assistant wrap, Qwen2 BPE--> ids --Talker + Code Predictor (seeded draws)--> frames of
     16 codes at 12.5 Hz --12 Hz decoder--> 24 kHz float --> int16 PCM
@@ -16,8 +17,17 @@ LengthCapReached, so that the job says the text in smaller pieces instead of kee
 noise. `"upstream"` bounds it at generation_config's max_new_tokens and keeps what was drawn, as
 upstream does.
 
+Backends (`backend`: "auto", "mlx", "onnx" or "torch"; the job's `--llm-backend` / `llm_backend`):
+backends.build_talker_and_code_predictor builds the Talker and the Code Predictor; auto is MLX on
+Apple Silicon with mlx and mlx-lm installed, torch elsewhere. VoiceInfo.backend names each framework
+that ran, in pipeline order as CosyVoice3's does ("torch", "mlx+torch", "onnx+torch": the decoder is
+always torch's), and the model id carries it as `+<backend>:fp32`. Another backend rounds the logits
+otherwise, so it may draw another code: a job resumed on another backend renders new segments
+instead of mixing the two. torch's id is the one made before backends could be chosen.
+
 Devices: the Talker and the Code Predictor run on the CPU (their logits are sampled there by the
-per-segment generator); the decoder runs on `device` ("auto": CUDA when there is one). The
+per-segment generator; MLX on Apple Silicon runs them on its default device, the GPU, and hands
+the logits back to the CPU); the decoder runs on `device` ("auto": CUDA when there is one). The
 device is part of the model id: kernels round differently.
 
 Thread count: on the CPU the decoder runs on one thread (decode_audio), so a segment's bytes do not
@@ -45,6 +55,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -53,20 +64,19 @@ import epub2audio
 from epub2audio.errors import InputError
 from epub2audio.voices.base import LengthCapReached, VoiceInfo
 
+from ..cosyvoice3.backends import describe_pipeline
 from ..cosyvoice3.hift import one_thread
+from .backends import build_talker_and_code_predictor
 from .checkpoint import FRAME_RATE, SAMPLE_RATE, Checkpoint, load_checkpoint
 from .clone import ClonePrompt, decode_clone
 from .clone import model_id as configs_id
-from .code_predictor import CodePredictor
 from .decoder import Decoder
 from .generate import UPSTREAM_STREAMING, frame_cap, generate, generate_clone
-from .talker import Talker
 from .text import TextTokenizer, language_name, load_text_tokenizer
 
 LENGTH_CAPS = ("tight", "upstream")
 SILENCE_SECONDS = 0.2  # what an empty segment becomes
 DEVICES = ("auto", "cpu", "cuda", "mps")
-_MODEL_ID_BLOCK, _MODEL_ID_BLOCKS = 1 << 20, 16
 
 
 def pcm16(wave: torch.Tensor) -> bytes:
@@ -75,25 +85,8 @@ def pcm16(wave: torch.Tensor) -> bytes:
 
 
 def folder_id(ck: Checkpoint) -> str:
-    """``qwen3tts-<16 hex>``: SHA-256 over every file synthesis reads, by name, size and 16
-    evenly spaced 1 MiB blocks (small files whole), as CosyVoice3's model id: cheap on 2.5 GB,
-    independent of paths and mtimes, changed by any retrained file in practice."""
-    # v2: a built-in speaker's default prompt became upstream's non-streaming one (issue 31); ids
-    # made before name streaming-layout audio, so a resumed job must not reuse their segments
-    h = hashlib.sha256(b"epub2audio qwen3tts model_id v2\0")
-    for p in ck.files():
-        name = p.relative_to(ck.paths.model_dir).as_posix()
-        size = p.stat().st_size
-        h.update(f"{name}\0{size}\0".encode())
-        with open(p, "rb") as f:
-            if size <= _MODEL_ID_BLOCK * _MODEL_ID_BLOCKS:
-                h.update(f.read())
-                continue
-            last = size - _MODEL_ID_BLOCK
-            for i in range(_MODEL_ID_BLOCKS):
-                f.seek(last * i // (_MODEL_ID_BLOCKS - 1))
-                h.update(f.read(_MODEL_ID_BLOCK))
-    return "qwen3tts-" + h.hexdigest()[:16]
+    """The folder's weight hash (Checkpoint.folder_id), the head of every model id."""
+    return ck.folder_id()
 
 
 def prompt_id(prompt: ClonePrompt) -> str:
@@ -135,26 +128,41 @@ def text_layout(kind: str, streaming: bool | None) -> tuple[bool, str]:
 @dataclass(frozen=True)
 class _Stages:
     """What a built-in speaker and a cloned voice load alike: the tokenizer, the three stages (the
-    decoder on `device`), the versions, and the model-id tail for where the decoder ran and the cap."""
+    Talker and Code Predictor on `backend`, the decoder on `device`), the versions, the backends
+    that ran (VoiceInfo.backend) and the model-id tail for them, where the decoder ran and the cap."""
     tokenizer: TextTokenizer
-    talker: Talker
-    code_predictor: CodePredictor
+    talker: Any  # talker.Talker, talker_mlx.Talker or talker_onnx.OnnxTalker
+    code_predictor: Any  # code_predictor.CodePredictor or code_predictor_mlx.CodePredictor
     decoder: Decoder
     versions: dict
+    backend: str
     id_tail: str
 
     @classmethod
-    def build(cls, ck, device: str, length_cap: str, layout_tag: str = "") -> _Stages:
+    def build(cls, ck, device: str, length_cap: str, layout_tag: str = "", backend: str = "auto",
+              threads: int | None = None) -> _Stages:  # fmt: skip
         place = decoder_device(device)
+        # a compressed folder's Talker keeps its stored text table on every backend (backends.py)
+        talker, code_predictor = build_talker_and_code_predictor(ck, backend, threads=threads)
+        ran, _ = describe_pipeline([("talker", getattr(talker, "backend", "torch"), "fp32"),
+                                    ("code_predictor", getattr(code_predictor, "backend", "torch"), "fp32"),
+                                    ("decoder", "torch", "fp32")])  # fmt: skip
         versions = {"torch": torch.__version__, "epub2audio": epub2audio.__version__}
         if place == "cuda":
             versions["cuda"] = str(torch.version.cuda)
+        if "mlx" in ran:
+            from importlib.metadata import version
+
+            versions.update({"mlx": version("mlx"), "mlx-lm": version("mlx-lm")})
+        if "onnx" in ran:
+            import onnxruntime
+
+            versions["onnxruntime"] = onnxruntime.__version__
         return cls(tokenizer=load_text_tokenizer(ck.paths.model_dir, ck.text_ids),
-                   # the checkpoint builds them: a compressed folder's Talker takes its stored text table
-                   talker=ck.build_talker(), code_predictor=ck.build_code_predictor(),
+                   talker=talker, code_predictor=code_predictor,
                    decoder=ck.build_decoder().to(place),
-                   versions=versions,
-                   id_tail=("" if place == "cpu" else "@decoder=" + place)
+                   versions=versions, backend=ran,
+                   id_tail=f"+{ran}:fp32" + ("" if place == "cpu" else "@decoder=" + place)
                            + ("" if length_cap == "tight" else "+cap-" + length_cap) + layout_tag)  # fmt: skip
 
 
@@ -163,8 +171,8 @@ class Qwen3Voice:
     info: VoiceInfo
     checkpoint: Checkpoint
     tokenizer: TextTokenizer
-    talker: Talker
-    code_predictor: CodePredictor
+    talker: Any  # on the backend that _Stages.build chose
+    code_predictor: Any
     decoder: Decoder
     speaker: str  # "" for a cloned voice
     length_cap: str = "tight"
@@ -173,11 +181,13 @@ class Qwen3Voice:
 
     @classmethod
     def load(cls, model_dir: str | os.PathLike, speaker: str, *, name: str | None = None, device: str = "auto",
-             threads: int | None = None, length_cap: str = "tight", streaming: bool | None = None) -> Qwen3Voice:  # fmt: skip
+             threads: int | None = None, length_cap: str = "tight", streaming: bool | None = None,
+             backend: str = "auto") -> Qwen3Voice:  # fmt: skip
         """A CustomVoice folder's built-in `speaker` (upstream's names, any case). InputError (one
         line) for a folder that is not one, or a speaker it does not have. threads: torch's
-        intra-op threads (default: as set by the worker). streaming: None = upstream's default
-        (non-streaming) text layout."""
+        intra-op threads, and the ONNX Talker's (default: as set by the worker). streaming: None =
+        upstream's default (non-streaming) text layout. backend: what runs the Talker and the Code
+        Predictor (module docstring)."""
         if length_cap not in LENGTH_CAPS:
             raise ValueError(f"length cap must be one of {', '.join(LENGTH_CAPS)}; got {length_cap!r}")
         if threads:
@@ -190,16 +200,16 @@ class Qwen3Voice:
             raise InputError(f"the Qwen3-TTS folder {Path(model_dir).name} has no speaker {speaker!r}; "
                              f"its speakers: {', '.join(speakers)}")
         streaming, tag = text_layout("custom_voice", streaming)
-        stages = _Stages.build(ck, device, length_cap, tag)
+        stages = _Stages.build(ck, device, length_cap, tag, backend, threads)
         speaker = speaker.lower()
         info = VoiceInfo(
             name=name or f"qwen3:{speaker}",
             narrator=f"Qwen3-TTS ({speaker})",
             sample_rate=SAMPLE_RATE,
-            backend="torch",
+            backend=stages.backend,
             precision="fp32",
-            # the weights, the speaker, where the decoder ran and the cap all change the audio
-            model_id=f"{folder_id(ck)}+speaker-{speaker}+torch:fp32{stages.id_tail}",
+            # the weights, the speaker, the backends, where the decoder ran and the cap all change the audio
+            model_id=f"{folder_id(ck)}+speaker-{speaker}{stages.id_tail}",
             versions=stages.versions,
         )
         return cls(info=info, checkpoint=ck, tokenizer=stages.tokenizer, talker=stages.talker,
@@ -209,10 +219,11 @@ class Qwen3Voice:
     @classmethod
     def load_clone(cls, model_dir: str | os.PathLike, clone_dir: str | os.PathLike, *, name: str,
                    device: str = "auto", threads: int | None = None, length_cap: str = "tight",
-                   streaming: bool | None = None) -> Qwen3Voice:  # fmt: skip
+                   streaming: bool | None = None, backend: str = "auto") -> Qwen3Voice:  # fmt: skip
         """A voice cloned with the Base folder `model_dir`: the ClonePrompt saved in `clone_dir`
         (make_clone.py). InputError (one line) for a folder that is not a Base one, or a prompt
-        made with a folder of other dimensions. streaming: None = upstream's default (streaming)."""
+        made with a folder of other dimensions. streaming: None = upstream's default (streaming).
+        backend: as for `load`."""
         if length_cap not in LENGTH_CAPS:
             raise ValueError(f"length cap must be one of {', '.join(LENGTH_CAPS)}; got {length_cap!r}")
         if threads:
@@ -225,15 +236,15 @@ class Qwen3Voice:
             raise InputError(f"voice {name}: its clone prompt was made with another Base folder than {Path(model_dir)}; "
                              "add the voice again")  # fmt: skip
         streaming, tag = text_layout("base", streaming)
-        stages = _Stages.build(ck, device, length_cap, tag)
+        stages = _Stages.build(ck, device, length_cap, tag, backend, threads)
         info = VoiceInfo(
             name=name,
             narrator=f"Qwen3-TTS ({name.split(':', 1)[-1]}, cloned)",
             sample_rate=SAMPLE_RATE,
-            backend="torch",
+            backend=stages.backend,
             precision="fp32",
-            # the weights, the prompt, where the decoder ran and the cap all change the audio
-            model_id=f"{folder_id(ck)}+clone-{prompt_id(prompt)}+torch:fp32{stages.id_tail}",
+            # the weights, the prompt, the backends, where the decoder ran and the cap all change the audio
+            model_id=f"{folder_id(ck)}+clone-{prompt_id(prompt)}{stages.id_tail}",
             versions=stages.versions,
         )
         return cls(info=info, checkpoint=ck, tokenizer=stages.tokenizer, talker=stages.talker,
