@@ -172,13 +172,15 @@ class Matcher:
     """Which letters of each part of a book are in what was read, one read copy for one copy in the
     book. A 12-letter run of a part is read where the read text holds it at least as often as the
     book's parts do (every copy read; a run found once on both sides is an anchor that places its
-    part in the read text). A run the book has more often than the reader read it is read only
-    where an anchor within reach places it: a skipped contents page whose lines are the chapters'
+    part in the read text). A run the book has more often than the reader read it is read where an
+    anchor within reach places it, or where the copies read are as many as the copies in parts
+    labelled to be read (a read copy counts for those first: a heading that is also a contents
+    line, with notes read inline around it, is still read), and never otherwise: a skipped contents page whose lines are the chapters'
     headings is not read because the headings are, nor an imprint because it names the book. A gap
     shorter than WORD_GAP is judged by its words, by the same two rules; between read runs of its
     part, a word the reader says anywhere is read there (a note read inline is placed by no anchor)."""
 
-    def __init__(self, read_text: str, part_texts: list[str]):
+    def __init__(self, read_text: str, part_texts: list[str], skipped: frozenset[int] = frozenset()):
         paragraphs = [_skeleton(p) for p in read_text.split(PARAGRAPH)] if read_text else []
         self.read = "".join(paragraphs)
         # Runs across two paragraphs read (the end of one poem and the title of the next) may only
@@ -193,6 +195,11 @@ class Matcher:
         self.words = [_words(t) for t in part_texts]
         self.read_words = Counter(_words(read_text))
         self.book_words = Counter(w for words in self.words for w in words)
+        # Copies in the parts labelled skip (`skipped`, by index): a read copy that no anchor places
+        # counts for the parts meant to be read first.
+        self.skipped = skipped
+        self.skip_words = Counter(w for i in skipped for w in self.words[i])
+        self.skip_count: dict[int, int] = {}
         self.read_count: dict[int, int] = {}
         self.read_across: dict[int, int] = {}  # runs across two paragraphs: placed, never counted
         self.read_at: dict[int, int] = {}
@@ -204,10 +211,12 @@ class Matcher:
             self.read_count[h] = self.read_count.get(h, 0) + 1
             self.read_at.setdefault(h, i)
         self.book_count: dict[int, int] = {}
-        for sk in self.parts:
+        for number, sk in enumerate(self.parts):
             for i in range(len(sk) - SHINGLE + 1):
                 h = hash(sk[i:i + SHINGLE])
                 self.book_count[h] = self.book_count.get(h, 0) + 1
+                if number in skipped:
+                    self.skip_count[h] = self.skip_count.get(h, 0) + 1
         # Anchors over the parts laid end to end: (position there, position in the read text).
         self.anchors: list[tuple[int, int]] = []
         self.offsets: list[int] = []
@@ -250,8 +259,8 @@ class Matcher:
             run = sk[i:i + SHINGLE]
             h = hash(run)
             have = self.read_count.get(h, 0)
-            if have >= self.book_count.get(h, 1) or (
-                    (have or h in self.read_across) and self._placed(run, base + i)):
+            meant = self.book_count.get(h, 1) - (0 if index in self.skipped else self.skip_count.get(h, 0))
+            if (have and have >= meant) or ((have or h in self.read_across) and self._placed(run, base + i)):
                 covered[i:i + SHINGLE] = b"\x01" * SHINGLE
         start = 0
         for word in self.words[index]:
@@ -260,8 +269,8 @@ class Matcher:
                 gap = self._short_gap(covered, start, end, strict)
                 have = self.read_words.get(word, 0)
                 loose = gap == "inside" and not any(a < end and start < b for a, b in strict)
-                if gap and have and (loose or have >= self.book_words[word]
-                                     or self._placed(word, base + start)):
+                meant = self.book_words[word] - (0 if index in self.skipped else self.skip_words[word])
+                if gap and have and (loose or have >= meant or self._placed(word, base + start)):
                     covered[start:end] = b"\x01" * len(word)
             start = end
         return covered
@@ -333,7 +342,8 @@ def confusion(path: Path, book=None) -> Confusion:
     texts = [p.prose if _skeleton(p.prose) else p.text for p in found]
     # The strings the labels class on their own, as spans of each part's letters (see `within`).
     inside = [within_spans(text, labels) for text in texts]
-    matcher = Matcher(read_text, texts)
+    matcher = Matcher(read_text, texts, frozenset(i for i, p in enumerate(found)
+                                                  if expected_class(path.name, p).startswith("skip")))
     rows: dict[tuple, list] = {}
 
     def count(part, cls, got, chars, label=None):

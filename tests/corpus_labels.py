@@ -32,10 +32,11 @@ SE = {"Titlepage": "skip:title page", "Imprint": "skip:imprint", "Colophon": "sk
 SE_WITHIN = {"Endnotes": "either"}
 
 
-def se(half_title, **toc):
-    """A Standard Ebooks book: its matter skipped, its half-title (the book's name) skipped too."""
-    return {"default": "read", "toc": {**SE, half_title: "skip:half-title", **toc}, "within": SE_WITHIN,
-            "outside": {}}
+def se(half_title, notes=False, **toc):
+    """A Standard Ebooks book: its matter skipped, its half-title (the book's name) skipped too;
+    `notes`: it has an endnotes section."""
+    return {"default": "read", "toc": {**SE, half_title: "skip:half-title", **toc},
+            "within": SE_WITHIN if notes else {}, "outside": {}}
 
 
 LABELS = {
@@ -69,7 +70,7 @@ LABELS = {
                    "Transcriber's Note: original reads 'Dyrad'": "skip:transcriber's note"},
         "outside": {"EPUB/nav.xhtml": "skip:contents"},
     },
-    "hamlet-drama-tables-se-epub3.epub": se("Hamlet", **{"Dramatis Personae": "either"}),
+    "hamlet-drama-tables-se-epub3.epub": se("Hamlet", notes=True, **{"Dramatis Personae": "either"}),
     "vingt-mille-lieues-sous-les-mers-fr-epub2-ncx.epub": {
         "default": "read",
         "toc": {"VINGT MILLE LIEUES SOUS LES MERS": "skip:title page", "TABLE DES MATIÈRES.": "skip:contents",
@@ -163,19 +164,19 @@ LABELS = {
     },
     "importance-of-being-earnest-play-dramatis-personae-se-epub3.epub": se(
         "The Importance of Being Earnest", **{"Dramatis Personae": "either", "The Scenes of the Play": "either"}),
-    "dubliners-short-story-collection-se-epub3.epub": {"default": "read", "toc": SE, "within": SE_WITHIN, "outside": {}},
-    "the-prince-nonfiction-endnotes-dedication-se-epub3.epub": se("The Prince"),
+    "dubliners-short-story-collection-se-epub3.epub": {"default": "read", "toc": SE, "outside": {}},
+    "the-prince-nonfiction-endnotes-dedication-se-epub3.epub": se("The Prince", notes=True),
     "yeats-poetry-collection-sections-se-epub3.epub": {"default": "read", "toc": SE, "within": SE_WITHIN, "outside": {}},
     # -- the additional set (EXPECTED.md) -----------------------------------------------------
-    "crime-and-punishment-parts-epilogue-se-epub3.epub": se("Crime and Punishment"),
-    "sherlock-holmes-adventures-short-stories-se-epub3.epub": {"default": "read", "toc": SE, "within": SE_WITHIN, "outside": {}},
-    "leaves-of-grass-poetry-718-toc-se-epub3.epub": se("Leaves of Grass"),
-    "art-of-war-giles-huge-endnotes-se-epub3.epub": se("The Art of War", Bibliography="either"),
-    "pygmalion-play-preface-sequel-se-epub3.epub": se("Pygmalion"),
+    "crime-and-punishment-parts-epilogue-se-epub3.epub": se("Crime and Punishment", notes=True),
+    "sherlock-holmes-adventures-short-stories-se-epub3.epub": {"default": "read", "toc": SE, "outside": {}},
+    "leaves-of-grass-poetry-718-toc-se-epub3.epub": se("Leaves of Grass", notes=True),
+    "art-of-war-giles-huge-endnotes-se-epub3.epub": se("The Art of War", notes=True, Bibliography="either"),
+    "pygmalion-play-preface-sequel-se-epub3.epub": se("Pygmalion", notes=True),
     "rubaiyat-fitzgerald-preface-quatrains-se-epub3.epub": se("The Rubáiyát of Omar Khayyám"),
-    "frankenstein-letters-intro-dedication-se-epub3.epub": se("Frankenstein"),
+    "frankenstein-letters-intro-dedication-se-epub3.epub": se("Frankenstein", notes=True),
     "devils-dictionary-letter-chapters-se-epub3.epub": se("The Devil’s Dictionary"),
-    "divine-comedy-longfellow-endnotes-se-epub3.epub": se("The Divine Comedy"),
+    "divine-comedy-longfellow-endnotes-se-epub3.epub": se("The Divine Comedy", notes=True),
     "linear-algebra-mathml-tables-epub3.epub": {
         "default": "read",
         # DITA's link bars under every topic (its child topics, then "Parent topic: … Previous topic:

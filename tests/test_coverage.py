@@ -1,0 +1,78 @@
+"""Issue 29's measure, held: every part of every corpus book against what a listener wants of it
+(tests/corpus_labels.py), by bench/coverage.py's confusion table. No book may lose a character it
+should read, nor leak more than 0.5 % of what it reads from parts it should skip."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from corpus_expectations import BOOKS
+from corpus_labels import LABELS, expected_class, within
+
+LEAK_SHARE = 0.005
+
+
+def _bench():
+    """bench/coverage.py, loaded by path (its name is also the coverage package's)."""
+    name = "epub2audio_bench_coverage"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "bench" / "coverage.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+# Where the goal is not met yet: book → why. Strict: a fix turns the test red until the mark goes.
+SHORT_OF_THE_GOAL = {
+    "linear-algebra-mathml-tables-epub3.epub":
+        "issue 29: its lists of notation and diagrams and the rights line atop every section are read (leaks 2.7 %)",
+    "esprit-des-lois-fr-deep-toc-epub2-ncx.epub":
+        "issue 29: 66 characters of its shortest notes ('L. II, c. x.') are read but not found by the matcher between notes read elsewhere",
+}
+MEASURED = sorted(n for n in BOOKS if not n.startswith("broken-"))
+
+
+def test_every_part_of_every_book_is_labelled_and_every_label_is_found(corpus):
+    bench = _bench()
+    assert set(LABELS) == set(MEASURED)
+    for name in MEASURED:
+        strings = within(name)
+        found = bench._labels_and_parts()[2](corpus / name,
+                                             marked=tuple(k[len("class:"):] for k in strings if k.startswith("class:")))
+        classes = [expected_class(name, part) for part in found]  # a part with no label raises KeyError
+        assert all(c == "read" or c == "either" or c.startswith("skip:") for c in classes), name
+        text = " ".join(part.text for part in found)
+        for string in strings:  # a label for text the book does not hold is stale
+            assert string.startswith("class:") or " ".join(string.split()) in text, (name, string)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=SHORT_OF_THE_GOAL[n]))
+                                  if n in SHORT_OF_THE_GOAL else n for n in MEASURED])
+def test_no_book_loses_what_it_should_read_nor_leaks_what_it_should_skip(corpus, name):
+    c = _bench().confusion(corpus / name)
+    assert (c.lost, c.leaked_share <= LEAK_SHARE) == (0, True), (c.lost, c.leaked, [
+        (part.label, cls, got, chars) for part, cls, got, chars in c.rows
+        if (cls == "read" and got < chars) or (cls.startswith("skip") and got)][:10])
+
+
+def test_a_contents_page_is_not_read_because_the_headings_it_repeats_are():
+    bench = _bench()
+    contents = "Contents Chapter One The Storm Chapter Two The Harbour Chapter Three The Lighthouse"
+    prose = ["The rain fell on the roofs of the lower town while the fishermen mended their nets by lamplight, "
+             "counting the boats that had not come home before the squall.",
+             "At the harbour wall the pilot waited with his lantern, and the customs men argued about the cargo "
+             "of a Dutch brig that had drifted in on the morning tide.",
+             "Up on the headland the keeper trimmed the wick, wound the clockwork that turned the lens, and wrote "
+             "in his log that the fog had not lifted for three nights."]
+    chapters = [f"Chapter {n} {title} {text}" for (n, title), text in
+                zip((("One", "The Storm"), ("Two", "The Harbour"), ("Three", "The Lighthouse")), prose)]
+    skip = frozenset([0])
+    read_only_chapters = bench.Matcher(bench.PARAGRAPH.join(chapters), [contents, *chapters], skip)
+    assert [round(read_only_chapters.fraction(i), 2) for i in range(4)] == [0.0, 1.0, 1.0, 1.0]
+    read_everything = bench.Matcher(bench.PARAGRAPH.join([contents, *chapters]), [contents, *chapters], skip)
+    assert [round(read_everything.fraction(i), 2) for i in range(4)] == [1.0, 1.0, 1.0, 1.0]
+    # a chapter not read is lost, though its heading is in the contents that is
+    lost_two = bench.Matcher(bench.PARAGRAPH.join([chapters[0], chapters[2]]), [contents, *chapters], skip)
+    assert round(lost_two.fraction(2), 2) == 0.0
