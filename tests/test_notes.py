@@ -274,3 +274,18 @@ def test_a_contents_lists_page_numbers_are_no_note_references(tmp_path, notes):
     [first] = [c for c in b.chapters if c.title.startswith("I.")]
     assert first.paragraphs[-2:] == lines
     assert not any("holm-currents" in p for c in b.chapters if c is not first for p in c.paragraphs)
+
+
+def test_a_notes_marker_never_reaches_a_title(tmp_path, books):
+    # L'Esprit des lois: the NCX label "INTRODUCTION[1]" is its heading with the note's marker; the
+    # heading holds the reference, so the marker is dropped. A label whose heading holds no note
+    # keeps its brackets ("Psalm [23]" is a title the book prints).
+    docs = {"a.xhtml": xhtml('<h1 id="i">INTRODUCTION<a href="n.xhtml#f1">[1]</a></h1><p>Le plus grand livre.</p>'
+                             '<h1 id="p">Psalm [23]</h1><p>The Lord is my shepherd.</p>'),
+            "n.xhtml": xhtml('<h2>NOTES</h2><p><a id="f1"/><a href="a.xhtml#i">[1]</a> Extraite de notre histoire.</p>')}
+    b = load_book(make_epub(tmp_path, docs, ncx=[("INTRODUCTION[1]", "a.xhtml#i"), ("Psalm [23]", "a.xhtml#p"),
+                                                 ("NOTES", "n.xhtml")]))
+    assert [c.title for c in b.chapters] == ["INTRODUCTION", "Psalm [23]", "NOTES"]
+    esprit = books("esprit-des-lois-fr-deep-toc-epub2-ncx.epub", "skip")
+    titles = [c.title for c in esprit.chapters]
+    assert "INTRODUCTION" in titles and "CHAPITRE XIV" in titles and not [t for t in titles if "[" in t]

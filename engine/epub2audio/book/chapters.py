@@ -29,6 +29,8 @@ TITLE_AND_CONTENTS = "title page (its lines and contents lines)"
 CONTENTS_LINES = 3
 CONTENTS_WORDS = frozenset(["page", "pages", "chapter", "chapitre", "kapitel", "capítulo", "seite", "p", "pp"])
 ROMAN = re.compile(r"^[ivxlcdm]+$")
+# A note's marker at the end of a TOC label: "[131]", "[*]", a superscript number.
+LABEL_NOTE_MARKER = re.compile(r"\s*(\[(\d{1,4}|[*†‡§])\]|[¹²³⁴⁵⁶⁷⁸⁹⁰]+|\*)(?P<end>[.:;]?)$")
 OPENING = 12  # words: where a list's line is looked for in a paragraph or line elsewhere
 CODE = re.compile(r"^[A-Z][A-Z0-9]{1,7}$")  # a label's code ("EOPSS", "TI86")
 FORM_LINES = 3  # found lines of one form that vouch for the rest of that form
@@ -496,8 +498,13 @@ def _spoken_label(span: Span) -> str:
     """The entry's label, unless it is the heading it points at with word breaks lost: calibre builds
     NCX labels from a heading's text with its <br/> dropped ("CHAPITRE PREMIERUN ÉCUEIL FUYANT."
     for "CHAPITRE PREMIER<br/>UN ÉCUEIL FUYANT.", which reads as two blocks); then the heading's
-    words, as the book prints them."""
+    words, as the book prints them. A note's marker at its end is dropped (LABEL_NOTE_MARKER)."""
     label = span.entry.title or "Untitled"
+    marker = LABEL_NOTE_MARKER.search(label)
+    if marker and any(b.heading and b.notes for b in span.blocks[:2]):
+        # a note's marker the label took from its heading ("INTRODUCTION[1]"), where the heading
+        # holds a note reference: the marker is no part of the title
+        label = label[:marker.start()] + marker.group("end") if marker.start() else label
     squeezed = "".join(label.split())
     words: list[str] = []
     for block in span.blocks[:3]:  # a heading, and what a <br/> in it may have split off
