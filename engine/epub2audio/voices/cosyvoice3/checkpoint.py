@@ -51,6 +51,7 @@ import torch
 import yaml
 
 from epub2audio.errors import InputError
+from epub2audio.files import sampled_digest_update
 
 from . import meta
 
@@ -65,8 +66,6 @@ CONFIG_FILES = ("cosyvoice3.yaml",)
 BLANK_EN_FILES = ("config.json", "vocab.json", "merges.txt", "tokenizer_config.json")
 MANIFEST = "compressed.json"  # marks a folder written by `epub2audio model compress` (compress.py)
 
-_MODEL_ID_BLOCK = 1 << 20
-_MODEL_ID_BLOCKS = 16
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,19 +137,6 @@ def check_layout(model_dir: str | os.PathLike) -> CheckpointPaths:
 # model_id
 
 
-def _file_digest_update(h: "hashlib._Hash", path: Path, name: str | None = None) -> None:
-    size = path.stat().st_size
-    h.update(f"{name or path.name}\0{size}\0".encode())
-    with open(path, "rb") as f:
-        if size <= _MODEL_ID_BLOCK * _MODEL_ID_BLOCKS:
-            h.update(f.read())
-            return
-        last = size - _MODEL_ID_BLOCK
-        for i in range(_MODEL_ID_BLOCKS):
-            f.seek(last * i // (_MODEL_ID_BLOCKS - 1))
-            h.update(f.read(_MODEL_ID_BLOCK))
-
-
 def compute_model_id(paths: CheckpointPaths) -> str:
     """``cosyvoice3-<16 hex>``; see the module docstring for what it covers."""
     if (paths.model_dir / MANIFEST).is_file():
@@ -163,7 +149,7 @@ def compute_model_id(paths: CheckpointPaths) -> str:
         if p.name in ONNX_FILES:  # prompt-only parts: synthesis never opens them (name and size only)
             h.update(f"{name}\0{p.stat().st_size}\0".encode())
             continue
-        _file_digest_update(h, p, name)
+        sampled_digest_update(h, p, name)
     return "cosyvoice3-" + h.hexdigest()[:16]
 
 

@@ -56,6 +56,7 @@ from torch import nn
 
 import epub2audio
 from epub2audio.errors import InputError
+from epub2audio.files import sampled_digest_update
 
 from ..stored import (  # noqa: F401 (shared with Qwen3-TTS; tests and bench reach them here)
     ALIGN, INT4_GROUP, PAD, Int8RowEmbedding, dequantize_int4_groups, dequantize_int8_rows, quantize_int4_groups,
@@ -329,7 +330,7 @@ def compressed_model_id(paths: "ck.CheckpointPaths") -> str:
     checkpoint.compute_model_id); the optional ONNX prompt parts are not among them."""
     h = hashlib.sha256(b"epub2audio cosyvoice3 compressed model_id v1\0")
     for p in compressed_files(paths.model_dir):
-        ck._file_digest_update(h, p, p.relative_to(paths.model_dir).as_posix())
+        sampled_digest_update(h, p, p.relative_to(paths.model_dir).as_posix())
     return "cosyvoice3-z" + h.hexdigest()[:15]
 
 

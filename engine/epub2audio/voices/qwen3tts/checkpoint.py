@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from epub2audio.errors import InputError
+from epub2audio.files import sampled_digest_update
 
 from .shells import build, expected_shapes  # noqa: F401 (part of this module's API)
 
@@ -59,7 +60,6 @@ SPEAKER_ENCODER_FILE = "speaker_encoder.safetensors"  # Base's speaker_encoder.*
 TEXT_TABLE = "model.text_embedding"  # under talker.
 TEXT_KEY = "talker." + TEXT_TABLE + ".weight"
 ROW_MAP_KEY = "talker." + TEXT_TABLE + ".row_of_id"  # int32 [text vocab]: kept row of each id, -1 = dropped
-_ID_BLOCK, _ID_BLOCKS = 1 << 20, 16  # folder_id reads 16 blocks of 1 MiB from a large file
 SCALE = ".scale"  # suffix of a quantised tensor's scales (int8 rows: [rows] fp32; int4 groups: [out, in/32] fp16)
 
 # upstream's defaults (Qwen3TTSConfig), used where config.json leaves a special text id out
@@ -234,17 +234,7 @@ class Checkpoint:
         # made before name streaming-layout audio, so a resumed job must not reuse their segments
         h = hashlib.sha256(b"epub2audio qwen3tts model_id v2\0")
         for p in self.files():
-            name = p.relative_to(self.paths.model_dir).as_posix()
-            size = p.stat().st_size
-            h.update(f"{name}\0{size}\0".encode())
-            with open(p, "rb") as f:
-                if size <= _ID_BLOCK * _ID_BLOCKS:
-                    h.update(f.read())
-                    continue
-                last = size - _ID_BLOCK
-                for i in range(_ID_BLOCKS):
-                    f.seek(last * i // (_ID_BLOCKS - 1))
-                    h.update(f.read(_ID_BLOCK))
+            sampled_digest_update(h, p, p.relative_to(self.paths.model_dir).as_posix())
         return "qwen3tts-" + h.hexdigest()[:16]
 
     def build_talker(self):
