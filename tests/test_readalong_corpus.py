@@ -16,9 +16,9 @@ The audiobook beside it is written as MP3: the read-along book is the same byte 
 M4B (test_readalong.test_the_read_along_book_is_the_same_beside_an_mp3), and MP3 encodes 7 times
 faster than AAC (37 minutes of tone: 2.6 s to 18.5 s).
 
-The books are checked in GROUPS, each group's books in one JVM (test_readalong.epubcheck_many):
-a JVM per book spent 3 of its 3.5 s starting, 20 books 64 s against 16 s in one. The books that
-take longest each lead a group of their own. The books the command refuses are exempt: they get one
+The books are checked in GROUPS, spread over the test processes, each process's books in its one
+JVM (test_readalong.epubcheck_many): a JVM per book spent 3 of its 3.5 s starting, 20 books 64 s
+against 16 s in one. The books that take longest each lead a group of their own. The books the command refuses are exempt: they get one
 line and no file. Measured times: bench/results/readalong-corpus.txt.
 """
 
