@@ -20,6 +20,7 @@ from epub_factory import edit_epub, make_epub, xhtml
 from epub2audio.audiobook.timings import book_timings
 from epub2audio.store import SegmentStore
 from m4b_probe import checker_ffmpeg
+from run_cache import built_once
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus"
@@ -224,14 +225,19 @@ def ids_of(data: bytes) -> set[str]:
     return {el.get("id") for el in etree.fromstring(data).iter() if isinstance(el.tag, str) and el.get("id")}
 
 
+def _convert_aesop(folder: Path) -> Path:
+    run = epub2audio(SAMPLE, "-o", folder / "aesop.m4b", "--voice", "tone", "--no-verify", "--progress", "none",
+                     "--work-dir", folder / "job", "--readalong")
+    assert run.code == 0, run.stderr
+    return folder
+
+
 @pytest.fixture(scope="module")
 def aesop(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("aesop")
-    out, work = folder / "aesop.m4b", folder / "job"
-    run = epub2audio(SAMPLE, "-o", out, "--voice", "tone", "--no-verify", "--progress", "none",
-                     "--work-dir", work, "--readalong")
-    assert run.code == 0, run.stderr
-    return folder, out, work
+    """(folder, m4b, job) of the sample read along by the tone, read only: once per test run (its
+    tests run in both xdist workers), in its final folder, as the job names its output."""
+    folder = built_once(tmp_path_factory, "readalong-aesop", _convert_aesop, in_place=True)
+    return folder, folder / "aesop.m4b", folder / "job"
 
 
 def test_the_read_along_book_is_the_same_beside_an_mp3(aesop, tmp_path):
@@ -239,8 +245,9 @@ def test_the_read_along_book_is_the_same_beside_an_mp3(aesop, tmp_path):
     audiobook is encoded to does not change a byte of it (so the corpus sweep writes MP3, the
     cheapest to encode, beside it)."""
     folder, _, work = aesop
+    shutil.copytree(work, tmp_path / "job")  # the same stored segments; the shared job stays as it was
     run = epub2audio(SAMPLE, "-o", tmp_path / "aesop.mp3", "--voice", "tone", "--no-verify", "--progress", "none",
-                     "--work-dir", work, "--readalong")
+                     "--work-dir", tmp_path / "job", "--readalong")
     assert run.code == 0, run.stderr
     assert (tmp_path / "aesop.readalong.epub").read_bytes() == (folder / "aesop.readalong.epub").read_bytes()
 
