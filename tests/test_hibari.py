@@ -59,8 +59,8 @@ def test_the_duration_output_changes_no_byte_and_adds_up_to_the_audio(heart, mon
 def test_the_same_text_gives_the_same_bytes_in_fresh_workers():
     from test_kokoro import synthesize_in_a_fresh_worker
 
-    first = synthesize_in_a_fresh_worker("hibari", {}, TEXT, 7)
-    assert first == synthesize_in_a_fresh_worker("hibari", {}, TEXT, 7, threads=2)
+    [first] = synthesize_in_a_fresh_worker("hibari", {}, TEXT, [7])
+    assert [first] == synthesize_in_a_fresh_worker("hibari", {}, TEXT, [7], threads=2)
     assert first == hibari.load().synthesize(TEXT, 7)
 
 

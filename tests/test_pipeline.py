@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from cosyvoice3.fixtures import write_sine_wav, write_tiny_checkpoint
+from cosyvoice3.fixtures import built_tiny_model_and_anna
 from epub2audio.render import WorkerPool
 from epub2audio.store import PlannedSegment
 from epub2audio.worker import supervisor as sv
 from epub2audio.worker.pipeline import Prefetcher, two_stage
 from epub2audio.worker.supervisor import Supervisor, Worker, WorkerPolicy
+from run_cache import built_once
 
 TEXTS = [
     "Once upon a time there were three little pigs.",
@@ -37,13 +39,8 @@ def faults(monkeypatch):
 
 @pytest.fixture(scope="module")
 def cosy(tmp_path_factory):
-    """Worker config for the tiny CosyVoice3 model with a saved profile."""
-    from epub2audio.voices.cosyvoice3 import profile as pr
-
-    d = tmp_path_factory.mktemp("pipeline")
-    model = write_tiny_checkpoint(d / "model", seed=0)
-    wav = write_sine_wav(d / "anna.wav", seconds=1.2, sample_rate=24000)
-    profile = pr.save_profile(pr.make_profile(model, wav, "Hello there."), d / "anna")
+    """Worker config for the tiny CosyVoice3 model with a saved profile (built once per test run)."""
+    model, profile = built_tiny_model_and_anna(tmp_path_factory)
     return {"voice": "cosyvoice3:anna", "threads": 1,
             "options": {"model_dir": str(model), "profile_dir": str(profile), "extra": {"max_tokens_per_segment": 40}}}
 
@@ -70,13 +67,20 @@ def run_all(supervisor: Supervisor, texts, seeds) -> dict[int, tuple]:
 
 
 @pytest.fixture(scope="module")
-def sequential(cosy):
-    """The reference: today's path, one request at a time."""
-    s = Supervisor(cosy, policy(1))
-    try:
-        return [s.synthesize(t, seed)[0] for t, seed in zip(TEXTS, SEEDS)]
-    finally:
-        s.close()
+def sequential(cosy, tmp_path_factory):
+    """The reference: today's path, one request at a time. Built once per test run (its tests run
+    in both xdist workers): each text's PCM in a file."""
+    def build(folder: Path) -> Path:
+        s = Supervisor(cosy, policy(1))
+        try:
+            for i, (text, seed) in enumerate(zip(TEXTS, SEEDS)):
+                (folder / f"{i}.pcm").write_bytes(s.synthesize(text, seed)[0])
+        finally:
+            s.close()
+        return folder
+
+    folder = built_once(tmp_path_factory, "pipeline-sequential", build)
+    return [(folder / f"{i}.pcm").read_bytes() for i in range(len(TEXTS))]
 
 
 # --- the two-stage voice ---------------------------------------------------------------------------

@@ -32,7 +32,9 @@ from epub2audio.ray_pool import RayWorkerPool  # noqa: E402
 from epub2audio.render import ConvertOptions, convert  # noqa: E402
 from epub2audio.worker.supervisor import WorkerPolicy  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# One worker process runs them all, so the module's one Ray cluster (lab) starts once a run, not in
+# each xdist worker that ran one of its tests.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 NODE = {"num_cpus": 1, "object_store_memory": 80 * 1024 * 1024}
 PATIENCE = 300  # seconds: a bound on waiting for an event, so a broken build fails instead of hanging
 

@@ -1,9 +1,13 @@
 """--readalong: BOOK.readalong.epub, the book as EPUB 3 with media overlays timed by the stored segments."""
 
+import atexit
 import hashlib
+import queue
 import re
 import shutil
 import subprocess
+import threading
+import time
 import zipfile
 from pathlib import Path
 
@@ -16,6 +20,7 @@ from epub_factory import edit_epub, make_epub, xhtml
 from epub2audio.audiobook.timings import book_timings
 from epub2audio.store import SegmentStore
 from m4b_probe import checker_ffmpeg
+from run_cache import built_once
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus"
@@ -50,8 +55,9 @@ FOX = ["The Fox and the Grapes",
        "thought.”"]
 
 
-def epubcheck(path: Path) -> tuple[int, str]:
-    """EPUBCheck's error count (fatals included) and its report."""
+def epubcheck_jar(path: Path) -> tuple[int, str]:
+    """EPUBCheck's command on one book (java -jar, a JVM of its own): its error count (fatals
+    included) and its report."""
     # C1 only: a check is one short run, where the JVM's second compiler costs more than it saves
     # (vingt-mille-lieues' read-along book: 13.2 s of CPU to 6.7 s, the same report).
     run = subprocess.run(["java", "-XX:TieredStopAtLevel=1", "-jar", str(EPUBCHECK), str(path)],
@@ -62,25 +68,84 @@ def epubcheck(path: Path) -> tuple[int, str]:
     return int(found.group(1)) + int(found.group(2)), report
 
 
-def epubcheck_many(paths: list[Path], fallback: bool = True) -> dict[Path, tuple[int, str]]:
-    """epubcheck() of each book, in one JVM (tests/EpubcheckMany.java): the read-along sweep checks 40
-    books, and a JVM per book spent 3 s of its 3.5 s starting. Where Java cannot run a source file
-    (no jdk.compiler module), one JVM per book, as epubcheck()."""
-    run = subprocess.run(["java", "-XX:TieredStopAtLevel=1", "-cp", str(EPUBCHECK),
-                          str(ROOT / "tests" / "EpubcheckMany.java"), *map(str, paths)],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
-    results, lines = {}, []
-    for line in run.stdout.splitlines():
-        found = re.fullmatch(r"BOOK (\d+) (\d+) (.+)", line)
-        if found:
-            results[Path(found.group(3))] = int(found.group(1)) + int(found.group(2)), "\n".join(lines)
-            lines = []
-        else:
+class EpubcheckJvm:
+    """One JVM for all the EPUBChecks of a test process (tests/EpubcheckMany.java reading paths on
+    its stdin): a JVM start and EPUBCheck's schema loading cost about 3 s of CPU, a further book
+    about 0.7 s, and the suite checks some 60 books in 20-odd tests. Each book's count and messages
+    are its own, as `java -jar` reports them (test_epubcheck_of_many_books_in_one_jvm_counts_each_as_its_own_run_does)."""
+
+    def __init__(self):
+        self.process = subprocess.Popen(
+            ["java", "-XX:TieredStopAtLevel=1", "-cp", str(EPUBCHECK), str(ROOT / "tests" / "EpubcheckMany.java")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            encoding="utf-8", errors="replace", bufsize=1)
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.ended = ""  # what the JVM printed last, once it has ended
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def check(self, path: Path, timeout: float = 900) -> tuple[int, str] | None:
+        """(errors, report) of one book; None once the JVM has ended (Java without source-file mode)."""
+        if self.ended:
+            return None
+        try:
+            self.process.stdin.write(f"{path}\n")
+            self.process.stdin.flush()
+        except OSError:
+            pass  # it has ended: its last lines say why
+        deadline, lines = time.monotonic() + timeout, []
+        while True:
+            # A bound against a hung JVM, so a broken build fails instead of hanging; never a speed test.
+            line = self.lines.get(timeout=max(1.0, deadline - time.monotonic()))
+            if line is None:
+                self.ended = "\n".join(lines[-40:]) or "(nothing printed)"
+                return None
+            found = re.fullmatch(r"BOOK (\d+) (\d+) .+", line)
+            if found:
+                return int(found.group(1)) + int(found.group(2)), "\n".join(lines)
             lines.append(line)
-    if run.returncode == 0 and len(results) == len(paths):
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+_jvm: EpubcheckJvm | None = None
+
+
+def _shared_jvm() -> EpubcheckJvm:
+    global _jvm
+    if _jvm is None:
+        _jvm = EpubcheckJvm()
+        atexit.register(_jvm.close)
+    return _jvm
+
+
+def epubcheck(path: Path) -> tuple[int, str]:
+    """EPUBCheck's error count (fatals included) and its report, from the test process's one JVM
+    (EpubcheckJvm); where Java cannot run a source file (no jdk.compiler module), its own command."""
+    return epubcheck_many([path])[path]
+
+
+def epubcheck_many(paths: list[Path], fallback: bool = True) -> dict[Path, tuple[int, str]]:
+    """epubcheck() of each book, in the test process's one JVM (EpubcheckJvm): the read-along sweep
+    checks 49 books, and a JVM per book spent 3 s of its 3.5 s starting. Where Java cannot run a
+    source file (no jdk.compiler module), one JVM per book (epubcheck_jar)."""
+    jvm = _shared_jvm()
+    results = {path: jvm.check(path) for path in paths}
+    if all(result is not None for result in results.values()):
         return results
-    assert fallback, run.stdout[-2000:]
-    return {path: epubcheck(path) for path in paths}
+    assert fallback, jvm.ended
+    return {path: epubcheck_jar(path) for path in paths}
 
 
 def read_zip(path: Path) -> dict[str, bytes]:
@@ -160,14 +225,19 @@ def ids_of(data: bytes) -> set[str]:
     return {el.get("id") for el in etree.fromstring(data).iter() if isinstance(el.tag, str) and el.get("id")}
 
 
+def _convert_aesop(folder: Path) -> Path:
+    run = epub2audio(SAMPLE, "-o", folder / "aesop.m4b", "--voice", "tone", "--no-verify", "--progress", "none",
+                     "--work-dir", folder / "job", "--readalong")
+    assert run.code == 0, run.stderr
+    return folder
+
+
 @pytest.fixture(scope="module")
 def aesop(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("aesop")
-    out, work = folder / "aesop.m4b", folder / "job"
-    run = epub2audio(SAMPLE, "-o", out, "--voice", "tone", "--no-verify", "--progress", "none",
-                     "--work-dir", work, "--readalong")
-    assert run.code == 0, run.stderr
-    return folder, out, work
+    """(folder, m4b, job) of the sample read along by the tone, read only: once per test run (its
+    tests run in both xdist workers), in its final folder, as the job names its output."""
+    folder = built_once(tmp_path_factory, "readalong-aesop", _convert_aesop, in_place=True)
+    return folder, folder / "aesop.m4b", folder / "job"
 
 
 def test_the_read_along_book_is_the_same_beside_an_mp3(aesop, tmp_path):
@@ -175,8 +245,9 @@ def test_the_read_along_book_is_the_same_beside_an_mp3(aesop, tmp_path):
     audiobook is encoded to does not change a byte of it (so the corpus sweep writes MP3, the
     cheapest to encode, beside it)."""
     folder, _, work = aesop
+    shutil.copytree(work, tmp_path / "job")  # the same stored segments; the shared job stays as it was
     run = epub2audio(SAMPLE, "-o", tmp_path / "aesop.mp3", "--voice", "tone", "--no-verify", "--progress", "none",
-                     "--work-dir", work, "--readalong")
+                     "--work-dir", tmp_path / "job", "--readalong")
     assert run.code == 0, run.stderr
     assert (tmp_path / "aesop.readalong.epub").read_bytes() == (folder / "aesop.readalong.epub").read_bytes()
 
@@ -531,7 +602,7 @@ def test_epubcheck_of_many_books_in_one_jvm_counts_each_as_its_own_run_does(tmp_
     shutil.copy(clean, tmp_path / "again.epub")
     books = [clean, faulty, tmp_path / "again.epub"]
     many = epubcheck_many(books, fallback=False)
-    assert [many[book][0] for book in books] == [epubcheck(clean)[0], epubcheck(faulty)[0], 0] == [0, 2, 0]
+    assert [many[book][0] for book in books] == [epubcheck_jar(clean)[0], epubcheck_jar(faulty)[0], 0] == [0, 2, 0]
     errors = [line for line in many[faulty][1].splitlines() if line.startswith("ERROR")]
     assert len(errors) == 2 and all('xml:space' in line for line in errors)
     assert not any(line.startswith("ERROR") for book in (clean, books[2]) for line in many[book][1].splitlines())

@@ -17,6 +17,7 @@ from cli_run import THREE_CHAPTERS, epub2audio, story_epub
 from epub2audio.progress import Progress
 from epub2audio.render import ConvertOptions, convert
 from epub2audio.worker.supervisor import WorkerPolicy
+from run_cache import built_once
 from worker_gate import SAFETY_SECONDS, Gate
 
 pytestmark = pytest.mark.slow
@@ -31,20 +32,30 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture(scope="module")
-def book(tmp_path_factory):
-    return story_epub(tmp_path_factory.mktemp("book"), THREE_CHAPTERS)
-
-
-@pytest.fixture(scope="module")
-def reference(book, tmp_path_factory):
-    """The uninterrupted conversion every other run must equal, byte for byte."""
-    folder = tmp_path_factory.mktemp("reference")
-    out = folder / "story.m4b"
+def _book_and_reference(folder: Path) -> Path:
+    """The book, and its uninterrupted conversion every other run must equal, byte for byte."""
+    (folder / "book").mkdir(), (folder / "reference").mkdir()
+    book = story_epub(folder / "book", THREE_CHAPTERS)
     env = {**os.environ, "EPUB2AUDIO_CACHE_DIR": str(folder / "cache")}
-    run = epub2audio(book, "-o", out, env=env)
+    run = epub2audio(book, "-o", folder / "reference" / "story.m4b", env=env)
     assert run.code == 0, run.stderr
-    return sha(out)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    # Once per test run (run_cache.built_once): the tests that need it run in both xdist workers.
+    return built_once(tmp_path_factory, "resume-book-and-reference", _book_and_reference, in_place=True)
+
+
+@pytest.fixture(scope="module")
+def book(built) -> Path:
+    return built / "book" / "story.epub"  # read only: each test converts it into its own folder
+
+
+@pytest.fixture(scope="module")
+def reference(built) -> str:
+    return sha(built / "reference" / "story.m4b")
 
 
 def worker_pids() -> list[int]:

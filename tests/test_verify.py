@@ -26,6 +26,7 @@ from epub2audio.audiobook.verify.words import BookWords, collapse_loops, looks_l
 from epub2audio.book.epub import load_book
 from epub2audio.render import audio_chapters
 from epub2audio.store import SegmentStore
+from run_cache import built_once
 
 RATE = 22050
 
@@ -240,17 +241,22 @@ def test_command_exit_codes(tone_m4b, tmp_path, capsys):
 # Slow: a real conversion with the embedded voice, then damaged copies of it
 
 
+def _convert_two_chapters(folder: Path) -> Path:
+    book = story_epub(folder, THREE_CHAPTERS)
+    env = dict(os.environ, EPUB2AUDIO_CACHE_DIR=str(folder / "cache"))
+    run = epub2audio(book, "-o", folder / "story.m4b", "--chapters", "1-2", "--work-dir", folder / "job",
+                     "--voice", "joe", "--progress", "none", env=env)
+    assert run.code == 0, run.stderr
+    return book
+
+
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
-    """Chapters One and Two of THREE_CHAPTERS read by Joe; (m4b, job dir, epub)."""
-    folder = tmp_path_factory.mktemp("verify")
-    book = story_epub(folder, THREE_CHAPTERS)
-    out, job = folder / "story.m4b", folder / "job"
-    env = dict(os.environ, EPUB2AUDIO_CACHE_DIR=str(folder / "cache"))
-    run = epub2audio(book, "-o", out, "--chapters", "1-2", "--work-dir", job, "--voice", "joe", "--progress", "none",
-                     env=env)
-    assert run.code == 0, run.stderr
-    return out, job, book
+    """Chapters One and Two of THREE_CHAPTERS read by Joe; (m4b, job dir, epub), read only (a test
+    that damages it copies the job). Once per test run (its tests run in both xdist workers), in its
+    final folder, as the job names its book and output."""
+    book = built_once(tmp_path_factory, "verify-joe-two-chapters", _convert_two_chapters, in_place=True)
+    return book.parent / "story.m4b", book.parent / "job", book
 
 
 def _damage(converted, tmp_path, change) -> tuple[Path, Path]:

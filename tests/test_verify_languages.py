@@ -148,18 +148,23 @@ FRENCH = [
 ]
 
 
-@pytest.fixture(scope="module")
-def french_conversion(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("verify-fr")
+def _french_conversion(folder: Path) -> Path:
     book = in_language(story_epub(folder, FRENCH), "fr")
-    out, job = folder / "livre.m4b", folder / "job"
     env = dict(os.environ, EPUB2AUDIO_CACHE_DIR=str(folder / "cache"), EPUB2AUDIO_DATA_DIR=str(folder / "data"),
                EPUB2AUDIO_CONFIG=str(folder / "no-config.toml"))
     # --no-verify: the test verifies it, in the shared data folder (no second join of the model)
-    run = epub2audio(book, "-o", out, "--voice", "kokoro:ff_siwis", "--work-dir", job, "--progress", "none",
-                     "--no-verify", env=env)
+    run = epub2audio(book, "-o", folder / "livre.m4b", "--voice", "kokoro:ff_siwis", "--work-dir", folder / "job",
+                     "--progress", "none", "--no-verify", env=env)
     assert run.code == 0, run.stderr
-    return out, job, book
+    return book
+
+
+@pytest.fixture(scope="module")
+def french_conversion(tmp_path_factory):
+    """(m4b, job, book), read only: once per test run (its tests run in both xdist workers; 12 s of
+    CPU), in its final folder, as the job names its book and output."""
+    book = built_once(tmp_path_factory, "verify-fr-conversion", _french_conversion, in_place=True)
+    return book.parent / "livre.m4b", book.parent / "job", book
 
 
 @pytest.mark.slow

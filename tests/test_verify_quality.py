@@ -26,6 +26,9 @@ from epub2audio.audiobook.verify.quality import (BOOK_MARGIN, MODEL_SAMPLES, VOI
                                                  distillmos_installed, quality_doubts)
 from epub2audio.audiobook.verify.report import ChapterRow, QualityWindow
 
+# One worker process runs them all, so the module's scorer (a child that loads the model) starts
+# once a run, not in each xdist worker that ran one of its tests.
+pytestmark = pytest.mark.xdist_group("distillmos")
 needs_distillmos = pytest.mark.skipif(not distillmos_installed(), reason="distillmos is not installed (make test does)")
 
 REFERENCE = json.loads((Path(__file__).parent / "distillmos_reference.json").read_text())["files"]

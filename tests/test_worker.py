@@ -194,13 +194,9 @@ COSY_TEXTS = ["Once upon a time there were three little pigs.", "The quick brown
 def cosy(tmp_path_factory):
     """The tests' tiny random CosyVoice3 with a saved profile, its LLM on torch with the static
     decode step: what a CUDA worker runs (there replayed as a CUDA graph), here eagerly."""
-    from cosyvoice3.fixtures import write_sine_wav, write_tiny_checkpoint
-    from epub2audio.voices.cosyvoice3 import profile as pr
+    from cosyvoice3.fixtures import built_tiny_model_and_anna
 
-    d = tmp_path_factory.mktemp("workers")
-    model = write_tiny_checkpoint(d / "model", seed=0)
-    wav = write_sine_wav(d / "anna.wav", seconds=1.2, sample_rate=24000)
-    profile = pr.save_profile(pr.make_profile(model, wav, "Hello there."), d / "anna")
+    model, profile = built_tiny_model_and_anna(tmp_path_factory)
     return {"voice": "cosyvoice3:anna", "threads": 1,
             "options": {"model_dir": str(model), "profile_dir": str(profile),
                         "extra": {"max_tokens_per_segment": 40, "llm_backend": "torch", "llm_step": "static"}}}

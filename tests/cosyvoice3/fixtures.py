@@ -433,3 +433,19 @@ def reference_shapes(section: str) -> dict[str, tuple[int, ...]]:
             key, shape, _dtype = line.split("\t")
             shapes[key] = tuple(int(n) for n in shape.strip("[]").split(",") if n.strip())
     return shapes
+
+
+def built_tiny_model_and_anna(tmp_path_factory) -> tuple[Path, Path]:
+    """The tiny model (seed 0, the one tests/cosyvoice3 use) and the saved profile "anna" (a 1.2 s
+    sine, "Hello there.") that test_worker and test_pipeline run, each built once per test run
+    (run_cache.built_once): each module made both in every xdist worker that ran one of its tests."""
+    from epub2audio.voices.cosyvoice3 import profile as pr
+    from run_cache import built_once
+
+    model = built_once(tmp_path_factory, "cosyvoice3-tiny", lambda d: write_tiny_checkpoint(d, seed=0))
+
+    def make_anna(folder: Path) -> Path:
+        wav = write_sine_wav(folder / "anna.wav", seconds=1.2, sample_rate=24000)
+        return pr.save_profile(pr.make_profile(model, wav, "Hello there."), folder / "anna")
+
+    return model, built_once(tmp_path_factory, "cosyvoice3-tiny-anna", make_anna, in_place=True)
