@@ -186,6 +186,69 @@ def voice_choices(names: list[str], current: str = "") -> list[tuple[str, str]]:
     return rows
 
 
+def read_plan(engine: str, epub: str, env: dict | None = None, timeout: float = 600) -> dict:
+    """What the engine will read of a book, before any audio is made: `epub2audio BOOK
+    --list-chapters --preview --progress json` (chapters and skipped parts, each with its first
+    words; the summary line; the warnings). Raises EngineError with the engine's one line."""
+    cmd = [engine, epub, "--list-chapters", "--preview", "--progress", "json"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                              timeout=timeout, env=sanitized_env() if env is None else env)
+    except subprocess.TimeoutExpired:
+        raise EngineError(f"reading the book took over {timeout:g} s") from None
+    except OSError as error:
+        raise EngineError(f"could not run {engine}: {error.strerror or error}") from None
+    if proc.returncode != EXIT_OK:
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        message = _stderr_message(lines[-1]) if lines else ""
+        raise EngineError(message or _describe_exit(proc.returncode), proc.returncode)
+    for line in reversed(proc.stdout.splitlines()):
+        try:
+            plan = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(plan, dict) and isinstance(plan.get("chapters"), list):
+            return plan
+    raise EngineError("epub2audio printed no plan of the book")
+
+
+def _duration(seconds) -> str:
+    """'about 1 h 05 min', 'about 7 min', 'under a minute'."""
+    minutes = int(round(max(0.0, float(seconds or 0)) / 60))
+    if minutes < 1:
+        return "under a minute"
+    hours, minutes = divmod(minutes, 60)
+    return f"about {hours} h {minutes:02d} min" if hours else f"about {minutes} min"
+
+
+def plan_rows(plan: dict) -> list[tuple[str, str, str, str]]:
+    """The preview table: (number, title, what happens to it, first words), the chapters in reading
+    order and then the skipped parts, whose number is empty and whose middle column says why."""
+    rows = [(str(c.get("number", "")), str(c.get("title", "")),
+             f"{_int(c.get('characters')):,} characters, {_duration(c.get('estimated_seconds'))}",
+             one_line(c.get("preview", ""))) for c in plan.get("chapters", [])]
+    rows += [("", str(s.get("title", "")), f"skipped: {s.get('reason', '')}, {_int(s.get('characters')):,} characters",
+              one_line(s.get("preview", ""))) for s in plan.get("skipped", [])]
+    return rows
+
+
+def plan_summary(plan: dict, chapters: str = "") -> list[str]:
+    """The lines above the preview table: what is read, what is skipped, the book's warnings, and
+    the Chapters setting where one limits the conversion."""
+    read = plan.get("chapters", [])
+    total = sum(_int(c.get("characters")) for c in read)
+    seconds = sum(float(c.get("estimated_seconds") or 0) for c in read)
+    lines = [f"{len(read)} chapter{'s' if len(read) != 1 else ''} read, {total:,} characters, "
+             f"{_duration(seconds)} with the embedded voice."]
+    skipping = plan.get("skipping") or {}
+    if skipping.get("summary"):
+        lines.append(str(skipping["summary"]))
+    lines += [f"Warning: {one_line(w)}" for w in plan.get("warnings", [])]
+    if chapters.strip():
+        lines.append(f"Only chapters {chapters.strip()} are converted (the Chapters setting).")
+    return lines
+
+
 READALONG_CHOICES = ("", "epub", "folder")
 # The audiobook's format (epub2audio --format): the file's suffix and the calibre format it becomes.
 AUDIO_FORMATS = ("m4b", "mp3", "opus")

@@ -23,6 +23,7 @@ from calibre_plugins.epub2audio.prefs import prefs
 
 PLUGIN_NAME = 'epub2audio'  # the InterfaceActionBase's name (for icon themes and the settings dialog)
 JOB_TYPE = 'epub2audio'
+PREVIEW_ACTION = 'Show what will be read…'
 FORMAT = 'M4B'
 
 
@@ -68,6 +69,7 @@ class ConvertToAudiobookAction(InterfaceAction):
         self.qaction.triggered.connect(self.convert_selected)
         self.menu = QMenu(self.gui)
         self.menu.addAction(icon, 'Convert selected books to audiobooks', self.convert_selected)
+        self.menu.addAction(PREVIEW_ACTION, self.preview_selected)
         self.menu.addSeparator()
         self.menu.addAction('Settings…', self.show_settings)
         self.qaction.setMenu(self.menu)
@@ -109,6 +111,53 @@ class ConvertToAudiobookAction(InterfaceAction):
         if skipped:
             message += f' ({skipped} without an EPUB skipped)'
         self.gui.status_bar.show_message(message, 5000)
+
+    def preview_selected(self, *args):
+        """The engine's plan of the current book (the first selected with an EPUB), read in a thread
+        (a long book takes seconds) and shown in PreviewDialog; its Convert button starts the job."""
+        db = self.gui.current_db.new_api
+        ids = [i for i in self.gui.library_view.get_selected_ids() if db.has_format(i, 'EPUB')]
+        if not ids:
+            return error_dialog(self.gui, 'No EPUB selected',
+                                'Select a book that has an EPUB format to see what epub2audio will read of it.',
+                                show=True)
+        book_id, title, library_id = ids[0], db.field_for('title', ids[0]) or 'Unknown', db.library_id
+        tdir = PersistentTemporaryDirectory('_epub2audio_preview')
+        epub = os.path.join(tdir, 'book.epub')
+        db.copy_format_to(book_id, 'EPUB', epub)
+        shown = self.Dispatcher(self.show_plan)
+        chapters = prefs['chapters'] or ''
+
+        def read():
+            try:
+                env = engine.sanitized_env()
+                plan, error = engine.read_plan(engine.find_engine(prefs['engine_path'], env=env), epub, env=env), ''
+            except Exception as err:
+                plan, error = None, str(err)
+            finally:
+                shutil.rmtree(tdir, ignore_errors=True)
+            shown(library_id, book_id, title, chapters, plan, error)
+
+        self.gui.status_bar.show_message(f'Reading {title}…', 5000)
+        threading.Thread(target=read, name='epub2audio preview', daemon=True).start()
+
+    def show_plan(self, library_id, book_id, title, chapters, plan, error):
+        if plan is None:
+            return self.show_error('Could not read the book', f'{title}: {error}')
+        from calibre_plugins.epub2audio.preview import PreviewDialog
+
+        self.preview_dialog = dialog = PreviewDialog(self.gui, title, plan, chapters)
+        dialog.accepted.connect(lambda: self.convert_previewed(library_id, book_id))
+        dialog.setModal(False)  # calibre stays usable while it is open
+        dialog.show()
+
+    def convert_previewed(self, library_id, book_id):
+        db = self.gui.current_db.new_api
+        if db.library_id != library_id or not db.has_id(book_id) or not db.has_format(book_id, 'EPUB'):
+            return self.show_error('Audiobook not started',
+                                   'The library changed, or the book or its EPUB was removed, since the preview.')
+        self.start_job(db, book_id)
+        self.gui.status_bar.show_message('Converting 1 book to an audiobook', 5000)
 
     def start_job(self, db, book_id):
         title = db.field_for('title', book_id) or 'Unknown'

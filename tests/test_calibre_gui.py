@@ -138,9 +138,26 @@ def test_gui_converts_the_book_with_calibres_metadata(tmp_path, corpus):
     copies = tmp_path / "audiobooks"
     calibre.setup(corpus, {"engine_path": str(REAL_ENGINE), "voice": "tone", "chapters": "1-2",
                            "copy_to_folder": str(copies)})
-    report, proc = calibre.gui()
+    # "Show what will be read…" first: the dialog shows the engine's plan of the book; its Convert
+    # button starts the conversion.
+    report, proc = calibre.gui(mode="preview")
 
     assert report["selected"] == [1] and report["action_text"] == "Convert to audiobook" and report["action_icon"]
+    preview = report["preview"]
+    assert preview["window_title"] == "What epub2audio will read: Calibre Title"
+    assert preview["summary"] == ["6 chapters read, 25,417 characters, about 29 min with the embedded voice.",
+                                  "Skipping 1 part, 24 characters (0.1 % of the text): title page",
+                                  "Only chapters 1-2 are converted (the Chapters setting)."]
+    assert [row[:3] for row in preview["rows"]] == [
+        ["1", "I. THE BURIAL OF THE DEAD", "3,387 characters, about 4 min"],
+        ["2", "II. A GAME OF CHESS", "4,060 characters, about 5 min"],
+        ["3", "III. THE FIRE SERMON", "4,886 characters, about 6 min"],
+        ["4", "IV. DEATH BY WATER", "390 characters, under a minute"],
+        ["5", "V. WHAT THE THUNDER SAID", "4,004 characters, about 5 min"],
+        ["6", 'NOTES ON "THE WASTE LAND"', "8,690 characters, about 10 min"],
+        ["", "The Waste Land", "skipped: title page (epub:type), 24 characters"]]
+    assert preview["rows"][1][3] == "The Chair she sat in, like a burnished throne, Glowed on the …"
+    assert preview["rows"][6][3].startswith("The Waste Land T.S. Eliot ")
     job = only_job(report)
     assert not job["failed"] and not report["timed_out"], job["details_tail"]
     assert job["percent"] == 100

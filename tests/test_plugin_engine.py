@@ -441,7 +441,7 @@ def test_plugin_zip_is_deterministic_and_has_the_layout_calibre_needs(tmp_path):
     with zipfile.ZipFile(tmp_path / "a" / "epub2audio-calibre-plugin.zip") as zf:
         names = zf.namelist()
         assert names == sorted(names)
-        assert {"__init__.py", "ui.py", "engine.py", "config.py", "prefs.py", "images/icon.png",
+        assert {"__init__.py", "ui.py", "preview.py", "engine.py", "config.py", "prefs.py", "images/icon.png",
                 "plugin-import-name-epub2audio.txt"} == set(names)
         assert all(i.date_time == (1980, 1, 1, 0, 0, 0) for i in zf.infolist())
         assert zf.read("images/icon.png").startswith(b"\x89PNG\r\n\x1a\n")
@@ -525,3 +525,68 @@ def test_voice_dropdown_keeps_a_saved_voice_the_engine_did_not_list():
     assert [v for _label, v in engine.voice_choices(["joe", "tone"], "auto")] == ["", "joe", "tone"]
     assert [v for _label, v in engine.voice_choices(["joe", "kokoro:jm_kumo"], "kokoro:jm_kumo")] == \
         ["", "joe", "kokoro:jm_kumo"]
+
+
+# ---- "Show what will be read…": the engine's plan of a book ----------------------------------------
+
+# What `epub2audio BOOK --list-chapters --preview --progress json` printed for
+# tests/corpus/the-waste-land-poetry-notes-epub3.epub (its first two chapters and its skipped title page).
+WASTE_LAND_PLAN = {
+    "title": "The Waste Land", "authors": ["T.S. Eliot"], "language": "en-US",
+    "chapters": [
+        {"number": 1, "title": "I. THE BURIAL OF THE DEAD", "characters": 3387, "estimated_seconds": 233.6,
+         "preview": "\"Nam Sibyllam quidem Cumis ego ipse oculis meis vidi in ampulla pendere, \u2026"},
+        {"number": 4, "title": "IV. DEATH BY WATER", "characters": 390, "estimated_seconds": 26.9,
+         "preview": "Phlebas the Phoenician, a fortnight dead, Forgot the cry of gulls, and \u2026"},
+        {"number": 6, "title": "NOTES ON \"THE WASTE LAND\"", "characters": 8690, "estimated_seconds": 4599.3,
+         "preview": "Not only the title,\nbut the plan \u2026"},
+    ],
+    "skipped": [{"title": "The Waste Land", "reason": "title page (epub:type)", "characters": 24, "evidence": "structure",
+                 "preview": "The Waste Land T.S. Eliot \u2026"}],
+    "skipping": {"parts": 1, "characters": 24, "summary": "Skipping 1 part, 24 characters (0.1 % of the text): title page"},
+    "warnings": ["12.0 % of the text is skipped on a guess"],
+}
+
+
+def test_read_plan_asks_for_the_preview_listing_and_reads_its_json(tmp_path):
+    fake = fake_engine(tmp_path, f"""
+        import json, sys
+        assert sys.argv[2:] == ["--list-chapters", "--preview", "--progress", "json"], sys.argv
+        print("a line that is not the plan")
+        print(json.dumps({WASTE_LAND_PLAN!r}))
+    """)
+    assert engine.read_plan(str(fake), str(tmp_path / "book.epub")) == WASTE_LAND_PLAN
+
+
+def test_read_plan_raises_the_engines_one_line_and_exit_code(tmp_path):
+    refusing = fake_engine(tmp_path, """
+        import sys
+        print("epub2audio: error: book.epub: this EPUB is DRM-protected", file=sys.stderr)
+        sys.exit(2)
+    """)
+    with pytest.raises(engine.EngineError) as caught:
+        engine.read_plan(str(refusing), "book.epub")
+    assert (str(caught.value), caught.value.exit_code) == ("book.epub: this EPUB is DRM-protected", 2)
+    silent = fake_engine(tmp_path, "print('no plan here')\n", name="silent")
+    with pytest.raises(engine.EngineError, match="^epub2audio printed no plan of the book$"):
+        engine.read_plan(str(silent), "book.epub")
+    with pytest.raises(engine.EngineError, match="^could not run .*no-such-engine: No such file or directory$"):
+        engine.read_plan(str(tmp_path / "no-such-engine"), "book.epub")
+
+
+def test_the_preview_rows_list_the_chapters_then_the_skipped_parts_with_their_first_words():
+    assert engine.plan_rows(WASTE_LAND_PLAN) == [
+        ("1", "I. THE BURIAL OF THE DEAD", "3,387 characters, about 4 min",
+         "\"Nam Sibyllam quidem Cumis ego ipse oculis meis vidi in ampulla pendere, \u2026"),
+        ("4", "IV. DEATH BY WATER", "390 characters, under a minute",
+         "Phlebas the Phoenician, a fortnight dead, Forgot the cry of gulls, and \u2026"),
+        ("6", "NOTES ON \"THE WASTE LAND\"", "8,690 characters, about 1 h 17 min", "Not only the title, but the plan \u2026"),
+        ("", "The Waste Land", "skipped: title page (epub:type), 24 characters", "The Waste Land T.S. Eliot \u2026"),
+    ]
+    assert engine.plan_summary(WASTE_LAND_PLAN, " 1-2 ") == [
+        "3 chapters read, 12,467 characters, about 1 h 21 min with the embedded voice.",
+        "Skipping 1 part, 24 characters (0.1 % of the text): title page",
+        "Warning: 12.0 % of the text is skipped on a guess",
+        "Only chapters 1-2 are converted (the Chapters setting).",
+    ]
+    assert engine.plan_summary({"chapters": []}) == ["0 chapters read, 0 characters, under a minute with the embedded voice."]

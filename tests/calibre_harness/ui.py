@@ -6,7 +6,9 @@ EPUB2AUDIO_HARNESS_BOOKS    comma-separated book ids to select (default: all boo
 EPUB2AUDIO_HARNESS_TIMEOUT  seconds to wait for the jobs (default 240)
 EPUB2AUDIO_HARNESS_MODE     "convert" (default); "quit-while-running": quit calibre as soon as the
                             engine runs (closing calibre must stop it); "kill-while-running": stop
-                            the job as the Jobs list does, once the engine runs
+                            the job as the Jobs list does, once the engine runs; "preview":
+                            "Show what will be read…" from the action's menu, the dialog's title,
+                            summary and rows in the report, then its Convert button
 """
 
 import json
@@ -19,6 +21,7 @@ from qt.core import QTimer
 from calibre.gui2.actions import InterfaceAction
 
 ACTION = 'Convert to audiobook'
+PREVIEW = 'Show what will be read…'
 
 
 class HarnessAction(InterfaceAction):
@@ -54,8 +57,13 @@ class HarnessAction(InterfaceAction):
             report['action_text'] = action.qaction.text()
             report['action_icon'] = not action.qaction.icon().isNull()
             self.jobs_before = set(self.gui.job_manager.jobs)
-            action.qaction.trigger()
             self.deadline = time.monotonic() + float(os.environ.get('EPUB2AUDIO_HARNESS_TIMEOUT', '240'))
+            if mode == 'preview':
+                [entry] = [a for a in action.menu.actions() if a.text() == PREVIEW]
+                entry.trigger()
+                self.settle = 0
+                return QTimer.singleShot(200, self.when_previewed)
+            action.qaction.trigger()
             self.settle = 0
             first = {'quit-while-running': self.quit_when_running, 'kill-while-running': self.kill_when_running}
             QTimer.singleShot(200, first.get(mode, self.poll))
@@ -76,6 +84,24 @@ class HarnessAction(InterfaceAction):
             if self.settle >= 5 or time.monotonic() > self.deadline:
                 self.report['timed_out'] = not done
                 return self.finish()
+            QTimer.singleShot(200, self.poll)
+        except Exception:
+            self.report['error'] = traceback.format_exc()
+            self.finish()
+
+    def when_previewed(self):
+        """Once the preview dialog is up: its contents in the report, then its Convert button."""
+        try:
+            dialog = getattr(self.gui.iactions[ACTION], 'preview_dialog', None)
+            if dialog is None or not dialog.isVisible():
+                if time.monotonic() > self.deadline:
+                    self.report['timed_out'] = True
+                    return self.finish()
+                return QTimer.singleShot(200, self.when_previewed)
+            self.report['preview'] = {'window_title': dialog.windowTitle(), 'summary': dialog.summary,
+                                      'rows': [[dialog.table.topLevelItem(i).text(c) for c in range(4)]
+                                               for i in range(dialog.table.topLevelItemCount())]}
+            dialog.accept()
             QTimer.singleShot(200, self.poll)
         except Exception:
             self.report['error'] = traceback.format_exc()
