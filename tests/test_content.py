@@ -262,10 +262,21 @@ def test_letter_rules_over_a_book_read_from_its_files(tmp_path):
     assert spoken_headings(book) == list("BCDIL")
 
 
+def test_a_corpus_dictionary_says_its_letters_and_a_corpus_poem_its_numbers(corpus):
+    """Issue 29: The Devil's Dictionary's C, D, I, L, M, V and X were spoken as numerals; The Waste
+    Land's part numbers are Roman numerals, and stay numbers."""
+    dictionary = load_book(corpus / "devils-dictionary-letter-chapters-se-epub3.epub")
+    assert spoken_headings(dictionary) == ["Author’s Preface", *"ABCDEFGHIJKLMNOPQRSTUVWXYZ"]
+    poem = load_book(corpus / "the-waste-land-poetry-notes-epub3.epub")
+    assert spoken_headings(poem)[1:5] == ["Two. A game of chess", "Three. The fire sermon", "Four. Death by water",
+                                          "Five. What the thunder said"]
+
+
 def test_letter_headings_rule():
     assert letter_headings(["A", "Aardvark", "B"]) == {0, 2}  # other headings between are not labels
     assert letter_headings(["V", "IV"]) == set()
     assert letter_headings(["C"]) == set()
+    assert letter_headings(["A.", "Abacus", "B.", "C."]) == {0, 2, 3}  # with a full stop
     assert numbered_headings(["Book XC", "Chapter C", "Book XCI"]) == set()  # a different word
 
 
