@@ -327,13 +327,44 @@ def _rewrite_spine_empty(path, folder):
 
 def test_missing_content_file_is_an_input_error(tmp_path):
     path = make_epub(tmp_path, {"a.xhtml": xhtml("<p>x</p>")}, nav=[("A", "a.xhtml")])
-    out = tmp_path / "holes.epub"
-    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
-        for info in src.infolist():
-            if not info.filename.endswith("a.xhtml"):
-                dst.writestr(info, src.read(info))
+    out = _without(path, tmp_path, ("a.xhtml",))
     with pytest.raises(InputError, match=r"^holes\.epub: not a readable EPUB \(a file it lists is missing"):
         load_book(out)
+
+
+def _without(path, folder, suffixes):
+    out = folder / "holes.epub"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            if not info.filename.endswith(suffixes):
+                dst.writestr(info, src.read(info))
+    return out
+
+
+def test_a_missing_picture_sound_font_or_style_sheet_is_one_warning_and_the_book_converts(tmp_path):
+    """Issue 29: a book was refused because an audio file it never needs was missing."""
+    from cli_run import epub2audio
+
+    body = ("<h1>One</h1><p>The fox ran home.</p><audio src='bird.mp3'/>"
+            "<p><img src='fox.png' alt='A red fox asleep under a tree'/></p>")
+    path = make_epub(tmp_path, {"a.xhtml": xhtml(body)}, nav=[("One", "a.xhtml")],
+                     extra_items={"bird.mp3": (b"ID3", "audio/mpeg", ""), "serif.otf": (b"OTTO", "font/otf", ""),
+                                  "fox.png": (b"\x89PNG", "image/png", ""), "cover.jpg": (b"\xff\xd8", "image/jpeg", "cover-image"),
+                                  "style.css": (b"p {}", "text/css", "")})
+    holes = _without(path, tmp_path, (".mp3", ".otf", ".png", ".jpg", ".css"))
+    book = load_book(holes)
+    assert book.warnings == ["5 files the book lists are missing from it (bird.mp3, serif.otf, fox.png and 2 more); "
+                             "nothing read needs them, so the book is read without"]
+    assert book.chapters[0].paragraphs == ["One", "The fox ran home.", "Image: A red fox asleep under a tree."]
+    assert book.cover is None  # its cover picture is one of them
+    run = epub2audio(holes, "-o", tmp_path / "holes.m4b", "--voice", "tone", "--no-verify", "--progress", "json")
+    assert run.code == 0, run.stderr
+    assert [e["message"] for e in run.events("warning")] == book.warnings
+    assert (tmp_path / "holes.m4b").stat().st_size > 1000
+    # A page the archive lacks is still refused: the text itself is missing.
+    (tmp_path / "page").mkdir()
+    with pytest.raises(InputError, match=r"^holes\.epub: not a readable EPUB \(a file it lists is missing"):
+        load_book(_without(path, tmp_path / "page", ("a.xhtml",)))
 
 
 # -- synthetic edge cases -----------------------------------------------------------------------

@@ -70,6 +70,14 @@ LCP_KEY_TYPE = "http://readium.org/2014/01/lcp#EncryptedContentKey"
 UNREAD_MEDIA = ("audio/", "video/", "font/", "application/font", "application/x-font",
                 "application/vnd.ms-opentype")
 
+# Manifest media types the reader never parses as text; one the archive lacks stands in empty, with
+# a warning, and the book is read without it (SVG is markup: a page or a cover the reader opens).
+LOOKED_AT_KINDS = UNREAD_MEDIA + ("image/png", "image/jpeg", "image/jpg", "image/gif", "image/webp", "image/bmp",
+                                  "image/tiff", "image/avif", "image/x-")
+LOOKED_AT = frozenset({"text/css", "text/javascript", "application/javascript", "application/ecmascript",
+                       "application/pdf", "application/octet-stream", "application/vnd.adobe-page-template+xml",
+                       "application/smil+xml"})
+
 LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # the 30 bytes before each entry's name and data
 LOCAL_HEADER_MAGIC = b"PK\x03\x04"
 SAFE_PARSER = dict(resolve_entities=False, no_network=True)
@@ -80,6 +88,7 @@ class Container:
     archive: io.BytesIO  # a zip holding only what the book needs, checked and inflated
     package_path: str  # the OPF's name in the archive
     package: etree._Element  # the OPF, parsed
+    missing: list[str]  # hrefs of the manifest's pictures, sounds, fonts … the archive lacks
 
 
 def open_container(path: Path) -> Container:
@@ -113,12 +122,22 @@ class _Reader:
             out.writestr(CONTAINER_XML, _container_xml(package_path))
             out.writestr(package_path, package_bytes)
             written = {CONTAINER_XML, package_path}
-            for name, unread in _manifest_files(package, package_path):
-                if name in entries and name not in written:
-                    self._copy(entries[name], out, empty=unread)
-                    written.add(name)
+            missing = []
+            for href, names, unread, markup in _manifest_files(package, package_path):
+                present = [name for name in names if name in entries]
+                if not present and not markup and not any(name in written for name in names):
+                    # A picture, sound, font or style sheet the archive lacks: nothing read needs
+                    # it, so it stands in empty (a missing page is still refused, by ebooklib).
+                    missing.append(href)
+                    for name in names:
+                        out.writestr(name, b"")
+                        written.add(name)
+                for name in present:
+                    if name not in written:
+                        self._copy(entries[name], out, empty=unread)
+                        written.add(name)
         archive.seek(0)
-        return Container(archive, package_path, package)
+        return Container(archive, package_path, package, missing)
 
     # -- the directory ---------------------------------------------------------------------------
 
@@ -264,16 +283,21 @@ def _container_xml(package_path: str) -> bytes:
 
 
 def _manifest_files(package: etree._Element, package_path: str):
-    """(archive name, unread?) of each manifest item, under both names ebooklib may look it up by
-    (the href percent-decoded, and as written)."""
+    """(href, archive names, unread?, markup?) of each manifest item: its names are the two
+    ebooklib may look it up by (the href percent-decoded, and as written); markup is what the
+    reader parses (pages, the navigation, the NCX), where the other items are only looked at."""
     base = posixpath.dirname(package_path)
+    spine = {el.get("idref") for el in package.iter() if _local(el) == "itemref"}
     for item in package.iter():
         if _local(item) != "item" or _local(item.getparent()) != "manifest" or not item.get("href"):
             continue
-        unread = (item.get("media-type") or "").lower().startswith(UNREAD_MEDIA)
+        media_type = (item.get("media-type") or "").lower()
+        unread = media_type.startswith(UNREAD_MEDIA)
+        markup = item.get("id") in spine or "nav" in (item.get("properties") or "").split() or \
+            media_type not in LOOKED_AT and not media_type.startswith(LOOKED_AT_KINDS)
         href = item.get("href")
-        for variant in dict.fromkeys([unquote(href), href]):
-            yield posixpath.normpath(posixpath.join(base, variant)), unread
+        names = [posixpath.normpath(posixpath.join(base, variant)) for variant in dict.fromkeys([unquote(href), href])]
+        yield href, list(dict.fromkeys(names)), unread, markup
 
 
 def _drm_scheme(encryption: etree._Element) -> str | None:

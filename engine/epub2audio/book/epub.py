@@ -115,7 +115,7 @@ def load_book(path: str | Path, notes: str = "skip", keep_front_matter: bool = F
     path = readable_epub(path)  # MOBI, DOCX, PDF, ...: the EPUB calibre makes of it (formats.py)
     _check_file(path)
     try:
-        package = _open_epub(path)
+        package, missing = _open_epub(path)
     except NotImplementedError as exc:  # zipfile: a compression method or zip version it cannot undo
         raise InputError(f"{path.name}: not a readable EPUB ({exc})") from None
     except RuntimeError as exc:  # zipfile: "File 'x' is encrypted, password required for extraction"
@@ -129,7 +129,10 @@ def load_book(path: str | Path, notes: str = "skip", keep_front_matter: bool = F
             epub.EpubException) as exc:
         raise InputError(f"{path.name}: not a readable EPUB ({_describe(exc)})") from None
     try:
-        book = _Loader(path, package, notes, keep_front_matter, image_alt).load()
+        loader = _Loader(path, package, notes, keep_front_matter, image_alt)
+        if missing:
+            loader.warnings.append(_missing_warning(missing))
+        book = loader.load()
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, KeyError, ValueError, etree.LxmlError,
             epub.EpubException) as exc:
         raise InputError(f"{path.name}: not a readable EPUB ({_describe(exc)})") from None
@@ -160,12 +163,21 @@ def _check_file(path: Path):
         raise InputError(f"{path.name}: not an EPUB (not a zip archive)")
 
 
-def _open_epub(path: Path) -> epub.EpubBook:
+def _open_epub(path: Path) -> tuple[epub.EpubBook, list[str]]:
+    """The package as ebooklib reads it, and the hrefs of the files it lists that the archive lacks
+    and nothing read needs (pictures, sounds, fonts)."""
     container = open_container(path)  # checked, DRM-free, and only what the book needs, inflated
     if not [el for el in container.package.iter() if local_name(el) == "itemref"]:
         raise InputError(f"{path.name}: not a valid EPUB (the package has no spine)")
     # ebooklib's reader without its nav/NCX parsing: we read nav and NCX ourselves (package.py).
-    return read_package(container.archive)
+    return read_package(container.archive), container.missing
+
+
+def _missing_warning(missing: list[str]) -> str:
+    shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    files = "file" if len(missing) == 1 else "files"
+    return (f"{len(missing)} {files} the book lists {'is' if len(missing) == 1 else 'are'} missing from it "
+            f"({shown}); nothing read needs {'it' if len(missing) == 1 else 'them'}, so the book is read without")
 
 
 def _describe(exc: Exception) -> str:

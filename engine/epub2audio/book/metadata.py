@@ -122,6 +122,8 @@ class Metadata:
         return None
 
     def _image_cover(self, item) -> Cover | None:
+        if not item.get_content():
+            return None  # listed but missing from the archive (container.py): no cover
         media_type = "image/jpeg" if item.media_type == "image/jpg" else item.media_type
         if media_type in RASTER_TYPES:
             return Cover(item.get_content(), media_type)
