@@ -10,7 +10,7 @@ from epub2audio.book.epub import load_book
 from epub2audio.book.normalize import normalize, rules_for
 from epub2audio.book.segment import segment_chapter
 from epub2audio.render import spoken_chapter
-from epub_factory import make_epub, xhtml
+from epub_factory import in_language, make_epub, xhtml
 
 LANGUAGES = ["fr", "de", "es", "it"]
 TABLES = {lang: importlib.import_module(f"normalize_cases_{lang}") for lang in LANGUAGES}
@@ -60,9 +60,58 @@ def test_the_primary_subtag_picks_the_module(tag, rules):
     assert rules_for(tag) is rules
 
 
-def test_languages_without_rules_are_only_tidied():
-    assert rules_for("ru") is None and rules_for("pt-BR") is None
-    assert normalize("  Ему было 53 года  ", "ru") == "Ему было 53 года"
+# In the languages num2words knows and we have no rules of our own for (normalize_num2words.py):
+# what a narrator says, where the plain cardinal (or num2words' decimal) is what is said.
+NUM2WORDS_CASES = [
+    ("ru", "Ему было 53 года.", "Ему было пятьдесят три года."),
+    ("ru", "Население — 1 500 000 человек.", "Население — один миллион пятьсот тысяч человек."),
+    ("ru", "Ночью было до -5, днём 3,5 градуса.", "Ночью было до минус пять, днём три целых пять десятых градуса."),
+    ("ru", "Это было в 1812 — тысяча восемьсот двенадцать.", "Это было в тысяча восемьсот двенадцать — тысяча "
+                                                             "восемьсот двенадцать."),
+    ("uk", "Йому було 33 роки.", "Йому було тридцять три роки."),
+    ("pt-BR", "Em 1500, Cabral chegou com 13 navios.", "Em mil e quinhentos, Cabral chegou com treze navios."),
+    ("pt", "Custou 1.200 escudos.", "Custou mil e duzentos escudos."),
+    ("nl", "Hij was 21 jaar en had 3,5 gulden.", "Hij was eenentwintig jaar en had drie komma vijf gulden."),
+    ("pl", "Miał 40 lat.", "Miał czterdzieści lat."),
+    ("sv", "Han var 30 år gammal.", "Han var trettio år gammal."),
+    ("nb", "Hun hadde 12 barn.", "Hun hadde tolv barn."),
+    ("da", "Der var 25 mænd.", "Der var femogtyve mænd."),
+    ("fi", "Talossa oli 7 huonetta.", "Talossa oli seitsemän huonetta."),
+    ("cs", "Bylo mu 25 let.", "Bylo mu dvacet pět let."),
+    ("ja", "1868年に明治が始まった。", "千八百六十八年に明治が始まった。"),
+    # Run into letters, a part of a name or a code: left as written.
+    ("ru", "Формат A4 и 3D-печать.", "Формат A4 и 3D-печать."),
+    # Too long for a number: a phone number or an ISBN, digit by digit.
+    ("nl", "Bel 12345678901234567", "Bel één twee drie vier vijf zes zeven acht negen nul één twee drie vier vijf "
+                                    "zes zeven"),
+]
+# What a narrator says that the plain cardinal is not: a year or a date in a declined ordinal.
+NUM2WORDS_BEYOND = [
+    ("ru", "Это было в 1812 году.", "Это было в тысяча восемьсот двенадцатом году."),
+    ("pl", "W 1918 roku.", "W tysiąc dziewięćset osiemnastym roku."),
+]
+
+
+@pytest.mark.parametrize("lang, written, said", NUM2WORDS_CASES)
+def test_languages_num2words_knows_read_their_numbers(lang, written, said):
+    assert normalize(written, lang) == said
+
+
+@pytest.mark.xfail(strict=True, reason="a declined ordinal (a year, a date) is past num2words' cardinal: "
+                                       "normalize_num2words.py says the plain number")
+@pytest.mark.parametrize("lang, written, said", NUM2WORDS_BEYOND)
+def test_a_declined_year_is_past_the_num2words_fallback(lang, written, said):
+    assert normalize(written, lang) == said
+
+
+def test_languages_without_number_rules_are_only_tidied_and_their_book_says_so(tmp_path):
+    assert rules_for("zh") is None and rules_for("xh") is None and rules_for("hi") is None
+    assert normalize("  第 12 回  ", "zh") == "第 12 回"
+    path = make_epub(tmp_path, {"c1.xhtml": xhtml("<p>第1回 宴桃園豪傑三結義。</p><p lang='en' xml:lang='en'>In 1522.</p>"
+                                                  "<p>Umama wayenabantwana aba-3.</p>")},
+                     nav=[("One", "c1.xhtml")])
+    assert load_book(in_language(path, "zh")).warnings == ["2 digits are left as written: no number reading for the book's language (zh), "
+                                        "so the voice says them as its own front end can"]  # not the English 1522
 
 
 def test_one_text_in_each_language():

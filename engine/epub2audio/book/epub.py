@@ -89,6 +89,7 @@ from .formats import readable_epub
 from .metadata import Metadata
 from . import skips
 from .model import Book, Skipped
+from .normalize import reads_numbers
 from .notes import NOTE_POLICIES, NOTES_HEADING, Notes  # noqa: F401 (NOTES_HEADING: part of this module's API)
 from .package import PackageError, PartUnreadable, read_package
 from .splitting import is_chapter_marker, split_without_toc, toc_is_usable
@@ -173,6 +174,19 @@ def _open_epub(path: Path) -> tuple[epub.EpubBook, list[str]]:
     return read_package(container.archive), container.missing
 
 
+def _digits_left_to_the_voice(book: Book) -> int:
+    """The digits of the book's own language (passages in another are read by their own rules) where
+    neither our rules nor num2words read numbers (Chinese, Hindi, Xhosa …)."""
+    if not book.language or reads_numbers(book.language):
+        return 0
+    count = 0
+    for chapter in book.chapters:
+        for i, paragraph in enumerate(chapter.paragraphs):
+            count += sum(c.isdigit() for c in paragraph)
+            count -= sum(c.isdigit() for a, b, _tag in chapter.languages.get(i, []) for c in paragraph[a:b])
+    return count
+
+
 def _missing_warning(missing: list[str]) -> str:
     shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
     files = "file" if len(missing) == 1 else "files"
@@ -254,6 +268,11 @@ class _Loader:
             warnings=self.warnings,
         )
         skips.account(book)
+        unread = _digits_left_to_the_voice(book)
+        if unread:
+            self.warnings.append(f"{unread:,} digit{'s are' if unread != 1 else ' is'} left as written: no number "
+                                 f"reading for the book's language ({book.language}), so the voice says "
+                                 f"{'them' if unread != 1 else 'it'} as its own front end can")
         return book
 
     def _doc_images(self, name: str) -> list[str]:

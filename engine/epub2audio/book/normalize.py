@@ -6,7 +6,9 @@ subtag of dc:language, or of a passage's xml:lang: render.py normalises each run
 with its own language) → a function `(text, heading) -> text`. English lives in normalize_en.py
 (numbers, years, dates, times, money, units, Roman numerals, abbreviations, shouting, dashes);
 French, German, Spanish and Italian in normalize_fr/_de/_es/_it.py on the machinery they share in
-normalize_common.py. Other languages are left to the voice's own front end.
+normalize_common.py. In the other languages num2words knows (Russian, Portuguese, Dutch, Polish,
+Swedish …), its numbers are read by normalize_num2words.py; in the rest (Chinese, Hindi, Xhosa …)
+they are left to the voice's own front end, and the book says so in a warning.
 
 A book with no dc:language is treated as English when its paragraph is mostly Latin letters.
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import normalize_de, normalize_en, normalize_es, normalize_fr, normalize_it
+from . import normalize_de, normalize_en, normalize_es, normalize_fr, normalize_it, normalize_num2words
 from .lexicon import MARKUP, OPEN, SEP, protect, restore
 
 _SILENT = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))  # soft hyphen, zero-widths
@@ -43,7 +45,14 @@ def rules_for(language: str, text: str = "") -> Callable[[str, bool], str] | Non
         letters = [c for c in text if c.isalpha()]
         latin = sum(1 for c in letters if c.isascii())
         code = "en" if letters and latin / len(letters) > 0.9 else ""
-    return LANGUAGES.get(code)
+    return LANGUAGES.get(code) or normalize_num2words.rules(code)
+
+
+def reads_numbers(language: str) -> bool:
+    """Whether numbers in this language become words here (our rules, or num2words's); a book in
+    another language leaves its digits to the voice, and its reader says so in one warning."""
+    code = (language or "en").split("-")[0].split("_")[0].lower()
+    return code in LANGUAGES or normalize_num2words.covered(code)
 
 
 def normalize(text: str, language: str = "en", *, heading: bool = False) -> str:
