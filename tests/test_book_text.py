@@ -90,3 +90,13 @@ def test_gutenberg_header_box_and_broken_markup():
     assert read('<div class="pgmonospaced pgheader">The Project Gutenberg EBook</div><p>Story.</p>') == ["Story."]
     # Not well-formed XML: the lenient parser still reads it.
     assert paragraphs(b"<html><body><p>One<p>Two &nbsp; three</body></html>") == ["One", "Two three"]
+
+
+def test_a_blank_line_of_two_line_breaks_ends_a_paragraph_but_not_a_heading():
+    """<br/><br/> is a paragraph break, as a blank line is in a text file (Linear Algebra's rights
+    line atop each section, then the section's first paragraph, in one <p>); one <br/> is a line."""
+    body = ("<h1>Part One<br/><br/>The Storm</h1>"
+            "<p>From the first edition.<br/>Version 2.<br/> <br/>The rain fell on the roofs.</p>"
+            "<p>One line<br/>and the next.</p>")
+    assert read(body) == ["Part One The Storm", "From the first edition. Version 2.", "The rain fell on the roofs.",
+                        "One line and the next."]

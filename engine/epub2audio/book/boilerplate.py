@@ -5,7 +5,9 @@ The rule, from the structure of the book rather than from words:
 * a candidate is a short block (at most SHORT characters) that is not a heading (poems all called
   "Sonnet" are titles) and not verse, and that sits where page furniture sits: in the page's
   <header> or <footer>, a <nav> (or their ARIA roles), or holds a link to another place in the
-  book, or is the first or the last block of its file;
+  book, or is the first or the last block of its file, or is a rights line (©, "all rights
+  reserved") right under the file's headings (a stage direction or a dedication there is no
+  candidate);
 * a candidate text (compared case-folded, whitespace collapsed; for a mostly-link block, its own
   words around its links, so "Next topic: <a>Section 3</a>" and "Next topic: <a>Section 4</a>"
   are one text) that recurs in at least
@@ -18,6 +20,7 @@ its files) is never a candidate, and a book of two files keeps everything.
 from __future__ import annotations
 
 from .chapters import DocStart
+from .classify import COPYRIGHT_TEXT
 from .model import Skipped
 from .text import LINK_HOLE, Block
 
@@ -45,9 +48,12 @@ def drop_repeated(stream: list, skipped: list[Skipped]) -> list:
     found: dict[str, list[int]] = {}  # key → stream indices of its candidate blocks
     in_files: dict[str, set[int]] = {}
     for number, indices in enumerate(text_files):
+        # (a rights line right under the file's title stands where a running header would)
+        under_title = next((i for i in indices if not stream[i].heading), None)
         for position, i in enumerate(indices):
             block = stream[i]
-            if _candidate(block, position == 0 or position == len(indices) - 1):
+            at_edge = position in (0, len(indices) - 1) or (i == under_title and COPYRIGHT_TEXT.search(block.text))
+            if _candidate(block, bool(at_edge)):
                 key = _key(block)
                 found.setdefault(key, []).append(i)
                 in_files.setdefault(key, set()).add(number)

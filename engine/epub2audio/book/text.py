@@ -666,6 +666,15 @@ class _Reader:
         self.in_link = 0
         self.scheduled: list[tuple] = []  # steps _enter leaves for the element's children and end
         self.margins: list[Block] = []  # margin notes met, placed after the block they stand beside
+        self.open_blocks: list[str] = []  # the block elements we are inside, innermost last
+
+    def _ends_with_line_break(self) -> bool:
+        """Whether the block being built ends with a line break, whitespace aside."""
+        for part in reversed(self.parts):
+            rest = part.rstrip(" \t\r\n\f\v\xa0")  # (not rstrip(): LINE_BREAK is whitespace to Python)
+            if rest:
+                return rest.endswith(LINE_BREAK)
+        return False
 
     def add(self, text: str | None):
         if not text:
@@ -990,11 +999,18 @@ class _Reader:
             self.add_line_group(el)
             return
         if tag == "br":
-            self.add(LINE_BREAK)
+            if self._ends_with_line_break() and not (self.open_blocks and self.open_blocks[-1] in HEADING_TAGS):
+                # A blank line (<br/><br/>) ends a paragraph, as in the paragraph breaks of a text
+                # file: a rights line atop a section, or a list's groups, kept apart from what
+                # follows them in the same <p>. (Not in a heading, which stays one block.)
+                self.flush()
+            else:
+                self.add(LINE_BREAK)
             return
         block = tag in BLOCK_TAGS
         if block:
             self.flush()
+            self.open_blocks.append(tag)
         self.push_lang(el)
         link = tag == "a" and _is_internal_link(el)
         self.in_link += link
@@ -1016,6 +1032,7 @@ class _Reader:
         self.in_link -= link
         self.pop_lang()
         if block_tag:
+            self.open_blocks.pop()
             heading = block_tag in HEADING_TAGS
             self.flush(heading=heading, level=int(block_tag[1]) if heading else 0)
 
