@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+from contextlib import contextmanager
 import re
 import posixpath
 import sys
@@ -168,6 +169,15 @@ def _words(text: str) -> list[str]:
     return "".join(ch if ch.isalpha() else " " for ch in text.lower()).split()
 
 
+def _starts(words: list[str]) -> list[int]:
+    """Where each word starts in the skeleton they make."""
+    starts, at = [], 0
+    for word in words:
+        starts.append(at)
+        at += len(word)
+    return starts
+
+
 class Matcher:
     """Which letters of each part of a book are in what was read, one read copy for one copy in the
     book. A 12-letter run of a part is read where the read text holds it at least as often as the
@@ -178,9 +188,13 @@ class Matcher:
     line, with notes read inline around it, is still read), and never otherwise: a skipped contents page whose lines are the chapters'
     headings is not read because the headings are, nor an imprint because it names the book. A gap
     shorter than WORD_GAP is judged by its words, by the same two rules; between read runs of its
-    part, a word the reader says anywhere is read there (a note read inline is placed by no anchor)."""
+    part, a word the reader says anywhere is read there (a note read inline is placed by no anchor).
+    In text labelled skip (a part, or a span `apart` from its part) a read copy is placed only where
+    the reader said it more often than the text labelled read holds it (_spare), and words are judged
+    alone only in a part too short for a run."""
 
-    def __init__(self, read_text: str, part_texts: list[str], skipped: frozenset[int] = frozenset()):
+    def __init__(self, read_text: str, part_texts: list[str], skipped: frozenset[int] = frozenset(),
+                 apart: dict[int, list[tuple[int, int, bool]]] | None = None):
         paragraphs = [_skeleton(p) for p in read_text.split(PARAGRAPH)] if read_text else []
         self.read = "".join(paragraphs)
         # Runs across two paragraphs read (the end of one poem and the title of the next) may only
@@ -198,7 +212,10 @@ class Matcher:
         # Copies in the parts labelled skip (`skipped`, by index): a read copy that no anchor places
         # counts for the parts meant to be read first.
         self.skipped = skipped
-        self.skip_words = Counter(w for i in skipped for w in self.words[i])
+        # Spans of a part's letters classed apart from it: (start, end, labelled skip).
+        self.apart = apart or {}
+        self.skip_words = Counter(w for i, words in enumerate(self.words)
+                                  for w, at in zip(words, _starts(words)) if self.skip_at(i, at))
         self.skip_count: dict[int, int] = {}
         self.read_count: dict[int, int] = {}
         self.read_across: dict[int, int] = {}  # runs across two paragraphs: placed, never counted
@@ -215,7 +232,7 @@ class Matcher:
             for i in range(len(sk) - SHINGLE + 1):
                 h = hash(sk[i:i + SHINGLE])
                 self.book_count[h] = self.book_count.get(h, 0) + 1
-                if number in skipped:
+                if self.skip_at(number, i):
                     self.skip_count[h] = self.skip_count.get(h, 0) + 1
         # Anchors over the parts laid end to end: (position there, position in the read text).
         self.anchors: list[tuple[int, int]] = []
@@ -229,6 +246,20 @@ class Matcher:
                     self.anchors.append((offset + i, self.read_at[h]))
             offset += len(sk) + SHINGLE  # a gap: no run spans two parts
         self.anchor_keys = [g for g, _ in self.anchors]
+
+    def skip_at(self, index: int, at: int) -> bool:
+        """Whether the letter `at` of part `index` is in text labelled skip."""
+        for start, end, skip in self.apart.get(index, ()):
+            if start <= at < end:
+                return skip
+        return index in self.skipped
+
+    def _spare(self, have: int, h, counter: dict, book: dict) -> bool:
+        """Whether the reader said a run (or word) more often than the text labelled read holds
+        it: a read copy counts for that text first, so only a spare one may be placed in text
+        labelled skip (a section's heading read once, right after its parent's list of links to
+        its sections, is the heading's, not the list's)."""
+        return have > book.get(h, 0) - counter.get(h, 0)
 
     def _placed(self, run: str, at: int) -> bool:
         """Whether the read text holds `run` where an anchor within reach of `at` (a position over
@@ -259,8 +290,10 @@ class Matcher:
             run = sk[i:i + SHINGLE]
             h = hash(run)
             have = self.read_count.get(h, 0)
-            meant = self.book_count.get(h, 1) - (0 if index in self.skipped else self.skip_count.get(h, 0))
-            if (have and have >= meant) or ((have or h in self.read_across) and self._placed(run, base + i)):
+            skip = self.skip_at(index, i)
+            meant = self.book_count.get(h, 1) - (0 if skip else self.skip_count.get(h, 0))
+            spare = not skip or self._spare(have + self.read_across.get(h, 0), h, self.skip_count, self.book_count)
+            if (have and have >= meant) or ((have or h in self.read_across) and spare and self._placed(run, base + i)):
                 covered[i:i + SHINGLE] = b"\x01" * SHINGLE
         start = 0
         for word in self.words[index]:
@@ -269,8 +302,15 @@ class Matcher:
                 gap = self._short_gap(covered, start, end, strict)
                 have = self.read_words.get(word, 0)
                 loose = gap == "inside" and not any(a < end and start < b for a, b in strict)
-                meant = self.book_words[word] - (0 if index in self.skipped else self.skip_words[word])
-                if gap and have and (loose or have >= meant or self._placed(word, base + start)):
+                skip = self.skip_at(index, start)
+                meant = self.book_words[word] - (0 if skip else self.skip_words[word])
+                spare = not skip or self._spare(have, word, self.skip_words, self.book_words)
+                # (Not inside text labelled skip: "linear" is said a thousand times, one is always
+                # near, and a leak is found by its runs. A skipped part too short for a run is
+                # judged by its words.)
+                if skip and gap != "edge":
+                    gap = None
+                if gap and have and (loose or have >= meant or (spare and self._placed(word, base + start))):
                     covered[start:end] = b"\x01" * len(word)
             start = end
         return covered
@@ -322,6 +362,31 @@ class Confusion:
             setattr(self, k, getattr(self, k) + getattr(other, k))
 
 
+# A formula as the reader says it, bracketed while the book is read for the table (formulas_marked):
+# the parts' prose leaves out MathML's tokens (corpus_parts.py), so what is read leaves out the words
+# the reader says for them. Prose is matched with prose: "the transpose of I sub n Theorem TMSM"
+# must not meet a list's "…addition Theorem TMSM" by chance.
+FORMULA_OPEN, FORMULA_CLOSE = "\ue024", "\ue025"
+SPOKEN_FORMULA = re.compile(f"{FORMULA_OPEN}[^{FORMULA_CLOSE}]*{FORMULA_CLOSE}")
+
+
+@contextmanager
+def formulas_marked():
+    """While in it, the reader's spoken formulas come bracketed (SPOKEN_FORMULA)."""
+    from epub2audio.book import mathml
+    speak = mathml.speak
+
+    def marked(*args, **kwargs):
+        spoken = speak(*args, **kwargs)
+        return f"{FORMULA_OPEN}{spoken}{FORMULA_CLOSE}" if spoken else spoken
+
+    mathml.speak = marked
+    try:
+        yield
+    finally:
+        mathml.speak = speak
+
+
 def confusion(path: Path, book=None) -> Confusion:
     """Each part of the book (bench/corpus_parts.py) against its label (tests/corpus_labels.py), by
     characters: a part counts as read in the share of its letters that `Matcher` finds in the
@@ -333,8 +398,10 @@ def confusion(path: Path, book=None) -> Confusion:
     expected_class, within, parts = _labels_and_parts()
     result = Confusion(path.name)
     try:
-        book = book or load_book(path, notes="inline")
-        read_text = PARAGRAPH.join(p for c in book.chapters for p in c.paragraphs)
+        if book is None:
+            with formulas_marked():
+                book = load_book(path, notes="inline")
+        read_text = SPOKEN_FORMULA.sub(" ", PARAGRAPH.join(p for c in book.chapters for p in c.paragraphs))
     except InputError:
         read_text = ""
     labels = within(path.name)
@@ -342,8 +409,9 @@ def confusion(path: Path, book=None) -> Confusion:
     texts = [p.prose if _skeleton(p.prose) else p.text for p in found]
     # The strings the labels class on their own, as spans of each part's letters (see `within`).
     inside = [within_spans(text, labels) for text in texts]
-    matcher = Matcher(read_text, texts, frozenset(i for i, p in enumerate(found)
-                                                  if expected_class(path.name, p).startswith("skip")))
+    skipped = frozenset(i for i, p in enumerate(found) if expected_class(path.name, p).startswith("skip"))
+    matcher = Matcher(read_text, texts, skipped, {i: [(a, b, own.startswith("skip")) for a, b, _, own in spans]
+                                                  for i, spans in enumerate(inside) if spans})
     rows: dict[tuple, list] = {}
 
     def count(part, cls, got, chars, label=None):
