@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
 
+import numpy as np
 from lxml import etree, html
 
 from epub2audio.book.epub import load_book
@@ -178,6 +179,38 @@ def _starts(words: list[str]) -> list[int]:
     return starts
 
 
+def _run_hashes(skeleton: str) -> np.ndarray:
+    """A 64-bit hash of each SHINGLE-letter run of the skeleton, by position (none if shorter)."""
+    codes = np.frombuffer(skeleton.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    count = len(codes) - SHINGLE + 1
+    hashes = np.zeros(max(0, count), np.uint64)
+    if count > 0:
+        for k in range(SHINGLE):  # (wraps modulo 2**64, as a polynomial hash does)
+            hashes = hashes * RUN_BASE + codes[k:k + count]
+    return hashes
+
+
+RUN_BASE = np.uint64(0x100000001B3)
+
+
+class _Counts:
+    """How many times each hash is among `hashes`, and the position given for its first copy."""
+
+    def __init__(self, hashes: np.ndarray, positions: np.ndarray | None = None):
+        self.keys, first, self.counts = np.unique(hashes, return_index=True, return_counts=True)
+        self.first = positions[first] if positions is not None else first
+
+    def get(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(count, first position) for each of `hashes`; 0 and -1 where it is not among them."""
+        at = np.searchsorted(self.keys, hashes)
+        found = at < len(self.keys)
+        found[found] = self.keys[at[found]] == hashes[found]
+        at = np.where(found, at, 0)
+        if not len(self.keys):
+            return np.zeros(len(hashes), np.int64), np.full(len(hashes), -1)
+        return np.where(found, self.counts[at], 0), np.where(found, self.first[at], -1)
+
+
 class Matcher:
     """Which letters of each part of a book are in what was read, one read copy for one copy in the
     book. A 12-letter run of a part is read where the read text holds it at least as often as the
@@ -216,36 +249,35 @@ class Matcher:
         self.apart = apart or {}
         self.skip_words = Counter(w for i, words in enumerate(self.words)
                                   for w, at in zip(words, _starts(words)) if self.skip_at(i, at))
-        self.skip_count: dict[int, int] = {}
-        self.read_count: dict[int, int] = {}
-        self.read_across: dict[int, int] = {}  # runs across two paragraphs: placed, never counted
-        self.read_at: dict[int, int] = {}
-        for i in range(max(0, len(self.read) - SHINGLE + 1)):
-            h = hash(self.read[i:i + SHINGLE])
-            if across[i]:
-                self.read_across[h] = self.read_across.get(h, 0) + 1
-                continue
-            self.read_count[h] = self.read_count.get(h, 0) + 1
-            self.read_at.setdefault(h, i)
-        self.book_count: dict[int, int] = {}
-        for number, sk in enumerate(self.parts):
-            for i in range(len(sk) - SHINGLE + 1):
-                h = hash(sk[i:i + SHINGLE])
-                self.book_count[h] = self.book_count.get(h, 0) + 1
-                if self.skip_at(number, i):
-                    self.skip_count[h] = self.skip_count.get(h, 0) + 1
+        # Runs as 64-bit hashes (_run_hashes), counted with numpy: a book is millions of runs.
+        read_hashes = _run_hashes(self.read)
+        counted = np.frombuffer(bytes(across[:len(read_hashes)]), dtype=np.uint8) == 0
+        self.read_count = _Counts(read_hashes[counted], np.flatnonzero(counted))
+        self.read_across = _Counts(read_hashes[~counted])  # runs across two paragraphs: placed, never counted
+        self.part_hashes = [_run_hashes(sk) for sk in self.parts]
+        self.skip_masks = [self._skip_mask(i, len(h)) for i, h in enumerate(self.part_hashes)]
+        every = np.concatenate(self.part_hashes) if self.parts else np.zeros(0, np.uint64)
+        self.book_count = _Counts(every)
+        self.skip_count = _Counts(every[np.concatenate(self.skip_masks)] if self.parts else every)
         # Anchors over the parts laid end to end: (position there, position in the read text).
         self.anchors: list[tuple[int, int]] = []
         self.offsets: list[int] = []
         offset = 0
-        for sk in self.parts:
+        for sk, hashes in zip(self.parts, self.part_hashes):
             self.offsets.append(offset)
-            for i in range(len(sk) - SHINGLE + 1):
-                h = hash(sk[i:i + SHINGLE])
-                if self.read_count.get(h) == 1 and self.book_count[h] == 1:
-                    self.anchors.append((offset + i, self.read_at[h]))
+            have, first = self.read_count.get(hashes)
+            sure = np.flatnonzero((have == 1) & (self.book_count.get(hashes)[0] == 1))
+            self.anchors += [(offset + int(i), int(r)) for i, r in zip(sure, first[sure])]
             offset += len(sk) + SHINGLE  # a gap: no run spans two parts
+        self.anchors.sort()
         self.anchor_keys = [g for g, _ in self.anchors]
+
+    def _skip_mask(self, index: int, size: int) -> np.ndarray:
+        """skip_at for each of the first `size` letters of part `index`."""
+        mask = np.full(size, index in self.skipped)
+        for start, end, skip in self.apart.get(index, ()):
+            mask[start:end] = skip
+        return mask
 
     def skip_at(self, index: int, at: int) -> bool:
         """Whether the letter `at` of part `index` is in text labelled skip."""
@@ -286,15 +318,23 @@ class Matcher:
         covered = bytearray(len(sk))
         if not sk or not self.read:
             return covered
-        for i in range(len(sk) - SHINGLE + 1):
-            run = sk[i:i + SHINGLE]
-            h = hash(run)
-            have = self.read_count.get(h, 0)
-            skip = self.skip_at(index, i)
-            meant = self.book_count.get(h, 1) - (0 if skip else self.skip_count.get(h, 0))
-            spare = not skip or self._spare(have + self.read_across.get(h, 0), h, self.skip_count, self.book_count)
-            if (have and have >= meant) or ((have or h in self.read_across) and spare and self._placed(run, base + i)):
-                covered[i:i + SHINGLE] = b"\x01" * SHINGLE
+        hashes, skip = self.part_hashes[index], self.skip_masks[index]
+        have = self.read_count.get(hashes)[0]
+        across = self.read_across.get(hashes)[0]
+        copies = self.book_count.get(hashes)[0]
+        skipped = self.skip_count.get(hashes)[0]
+        meant = copies - np.where(skip, 0, skipped)
+        # a read copy placed in text labelled skip only where it is spare after the text labelled read
+        spare = ~skip | (have + across > copies - skipped)
+        read = (have > 0) & (have >= meant)
+        for i in np.flatnonzero(~read & ((have > 0) | (across > 0)) & spare):
+            read[i] = self._placed(sk[i:i + SHINGLE], base + int(i))
+        starts = np.flatnonzero(read)
+        if len(starts):
+            edges = np.zeros(len(sk) + 1, np.int32)
+            np.add.at(edges, starts, 1)
+            np.add.at(edges, starts + SHINGLE, -1)
+            covered[:] = (np.cumsum(edges[:-1]) > 0).astype(np.uint8).tobytes()
         start = 0
         for word in self.words[index]:
             end = start + len(word)
