@@ -202,12 +202,12 @@ class _Counts:
 
     def get(self, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(count, first position) for each of `hashes`; 0 and -1 where it is not among them."""
+        if not len(self.keys):
+            return np.zeros(len(hashes), np.int64), np.full(len(hashes), -1)
         at = np.searchsorted(self.keys, hashes)
         found = at < len(self.keys)
         found[found] = self.keys[at[found]] == hashes[found]
         at = np.where(found, at, 0)
-        if not len(self.keys):
-            return np.zeros(len(hashes), np.int64), np.full(len(hashes), -1)
         return np.where(found, self.counts[at], 0), np.where(found, self.first[at], -1)
 
 
@@ -247,6 +247,7 @@ class Matcher:
         self.skipped = skipped
         # Spans of a part's letters classed apart from it: (start, end, labelled skip).
         self.apart = apart or {}
+        self.skip_letters = [self._skip_mask(i, len(sk)) for i, sk in enumerate(self.parts)]
         self.skip_words = Counter(w for i, words in enumerate(self.words)
                                   for w, at in zip(words, _starts(words)) if self.skip_at(i, at))
         # Runs as 64-bit hashes (_run_hashes), counted with numpy: a book is millions of runs.
@@ -255,7 +256,7 @@ class Matcher:
         self.read_count = _Counts(read_hashes[counted], np.flatnonzero(counted))
         self.read_across = _Counts(read_hashes[~counted])  # runs across two paragraphs: placed, never counted
         self.part_hashes = [_run_hashes(sk) for sk in self.parts]
-        self.skip_masks = [self._skip_mask(i, len(h)) for i, h in enumerate(self.part_hashes)]
+        self.skip_masks = [letters[:len(h)] for letters, h in zip(self.skip_letters, self.part_hashes)]
         every = np.concatenate(self.part_hashes) if self.parts else np.zeros(0, np.uint64)
         self.book_count = _Counts(every)
         self.skip_count = _Counts(every[np.concatenate(self.skip_masks)] if self.parts else every)
@@ -269,11 +270,10 @@ class Matcher:
             sure = np.flatnonzero((have == 1) & (self.book_count.get(hashes)[0] == 1))
             self.anchors += [(offset + int(i), int(r)) for i, r in zip(sure, first[sure])]
             offset += len(sk) + SHINGLE  # a gap: no run spans two parts
-        self.anchors.sort()
         self.anchor_keys = [g for g, _ in self.anchors]
 
     def _skip_mask(self, index: int, size: int) -> np.ndarray:
-        """skip_at for each of the first `size` letters of part `index`."""
+        """For each of the `size` letters of part `index`: whether it is in text labelled skip."""
         mask = np.full(size, index in self.skipped)
         for start, end, skip in self.apart.get(index, ()):
             mask[start:end] = skip
@@ -281,10 +281,7 @@ class Matcher:
 
     def skip_at(self, index: int, at: int) -> bool:
         """Whether the letter `at` of part `index` is in text labelled skip."""
-        for start, end, skip in self.apart.get(index, ()):
-            if start <= at < end:
-                return skip
-        return index in self.skipped
+        return bool(self.skip_letters[index][at])
 
     def _spare(self, have: int, h, counter: dict, book: dict) -> bool:
         """Whether the reader said a run (or word) more often than the text labelled read holds

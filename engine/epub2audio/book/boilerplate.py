@@ -52,8 +52,8 @@ def drop_repeated(stream: list, skipped: list[Skipped]) -> list:
         under_title = next((i for i in indices if not stream[i].heading), None)
         for position, i in enumerate(indices):
             block = stream[i]
-            at_edge = position in (0, len(indices) - 1) or (i == under_title and COPYRIGHT_TEXT.search(block.text))
-            if _candidate(block, bool(at_edge)):
+            at_edge = position in (0, len(indices) - 1) or (i == under_title and bool(COPYRIGHT_TEXT.search(block.text)))
+            if _candidate(block, at_edge):
                 key = _key(block)
                 found.setdefault(key, []).append(i)
                 in_files.setdefault(key, set()).add(number)
