@@ -153,6 +153,10 @@ DRIFT = 8
 # inline and the text, a two-word note between back-links, are shorter than a run.
 WORD_GAP = 40
 
+# What the reader says before a note it reads (book/notes.py: "Note: …", "Note 3: …" at a chapter's
+# end): its words, not the book's (Matcher.read_units).
+NOTE_LABEL = re.compile(r"^Note(?: \d+)?: ")
+
 
 # Joins the paragraphs read, so that runs across two of them are known (Matcher).
 PARAGRAPH = "\x00"
@@ -241,6 +245,11 @@ class Matcher:
         # (a part with no letters is matched by its digits, with no words)
         self.words = [_words(t) for t in part_texts]
         self.read_words = Counter(_words(read_text))
+        # Paragraphs read that are too short for a run, less the reader's label ("Note: L. II, c.
+        # x.", a note read inline), by their words: placed as a whole where a gap of a part is made
+        # of such paragraphs (_tiled).
+        units = [NOTE_LABEL.sub("", p, count=1) for p in read_text.split(PARAGRAPH)] if read_text else []
+        self.read_units = Counter(tuple(_words(p)) for p in units if 0 < len(_skeleton(p)) < SHINGLE)
         self.book_words = Counter(w for words in self.words for w in words)
         # Copies in the parts labelled skip (`skipped`, by index): a read copy that no anchor places
         # counts for the parts meant to be read first.
@@ -332,6 +341,7 @@ class Matcher:
             np.add.at(edges, starts, 1)
             np.add.at(edges, starts + SHINGLE, -1)
             covered[:] = (np.cumsum(edges[:-1]) > 0).astype(np.uint8).tobytes()
+        self._tiled(index, covered)
         start = 0
         for word in self.words[index]:
             end = start + len(word)
@@ -351,6 +361,45 @@ class Matcher:
                     covered[start:end] = b"\x01" * len(word)
             start = end
         return covered
+
+    def _tiled(self, index: int, covered: bytearray) -> None:
+        """Mark read each gap of part `index`, outside text labelled skip, whose words are, end to
+        end, paragraphs read too short for a run, each used no more often than it was read: a row
+        of one-line notes ("L. II, c. x. Ib. Ib. L. V, c. xi."), each read inline where it is
+        referenced, is longer than WORD_GAP, and no anchor places any of them."""
+        if not self.read_units:
+            return
+        words, longest = self.words[index], max(map(len, self.read_units))
+        starts = _starts(words)
+        k = 0
+        while k < len(words):
+            if covered[starts[k]] or self.skip_at(index, starts[k]):
+                k += 1
+                continue
+            end = k  # the gap's words: k .. end-1, each wholly unread
+            while end < len(words) and not any(covered[starts[end]:starts[end] + len(words[end])]) \
+                    and not self.skip_at(index, starts[end]):
+                end += 1
+            tiles = self._tiling(tuple(words[k:end]), longest)
+            if tiles:
+                covered[starts[k]:starts[end - 1] + len(words[end - 1])] = b"\x01" * (
+                    starts[end - 1] + len(words[end - 1]) - starts[k])
+            k = max(end, k + 1)
+
+    def _tiling(self, gap: tuple[str, ...], longest: int) -> bool:
+        """Whether `gap` is read units end to end, none used more often than it was read."""
+        if not gap or len(gap) > 8 * longest:
+            return False
+        reachable: dict[int, Counter] = {0: Counter()}  # words tiled so far → units used
+        for at in range(len(gap)):
+            if at not in reachable:
+                continue
+            for size in range(1, min(longest, len(gap) - at) + 1):
+                unit = gap[at:at + size]
+                used = reachable[at]
+                if self.read_units.get(unit, 0) > used[unit] and at + size not in reachable:
+                    reachable[at + size] = used + Counter([unit])
+        return len(gap) in reachable
 
     @staticmethod
     def _short_gap(covered: bytearray, start: int, end: int, strict=()) -> str | None:
