@@ -189,7 +189,7 @@ def classify(ev: Evidence) -> str | None:
     if reason and skips.evidence_of(reason) != "guess":
         return reason
     lines = ev.lines
-    if len(lines) >= ERRATA_LINES and sum(bool(ERRATA_LINE.search(b.text)) for b in lines) >= ERRATA_SHARE * len(lines):
+    if len(lines) >= ERRATA_LINES and _share_at_least(lines, ERRATA_LINE, ERRATA_SHARE):
         return ERRATA  # its lines are the evidence, whatever its title says
     if ev.front and len(lines) >= 2 and all(PG_HEADER_LINE.match(b.text) for b in lines):
         return PG_HEADER
@@ -252,6 +252,19 @@ def list_heading(blocks: list[Block]) -> str | None:
 
 def folded_title(title: str) -> str:
     return re.sub(r"[\s.:]+$", "", clean(title).lower().replace("’", "'"))
+
+
+def _share_at_least(lines: list[Block], pattern: re.Pattern, share: float) -> bool:
+    """Whether `pattern` is found in at least `share` of the lines; it stops at the first line too
+    many without it (a chapter of prose is thousands of lines, and the first few settle it)."""
+    misses_allowed = len(lines) - share * len(lines)
+    misses = 0
+    for b in lines:
+        if not pattern.search(b.text):
+            misses += 1
+            if misses > misses_allowed:
+                return False
+    return True
 
 
 def _mostly(body: list[Block], mark: re.Pattern, kin: re.Pattern) -> bool:

@@ -33,6 +33,7 @@ the requested ids starts, so the caller can cut a document into chapters at TOC 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -420,6 +421,12 @@ def local_name(el) -> str:
     tag = el.tag
     if not isinstance(tag, str):
         return ""  # comments and processing instructions
+    return _local(tag)
+
+
+@functools.lru_cache(maxsize=1024)
+def _local(tag: str) -> str:
+    # (A book has a few dozen tags and asks millions of times.)
     return tag.rpartition("}")[2].lower()
 
 
@@ -444,8 +451,11 @@ def find_body(root):
 def clean(text: str) -> str:
     """Normalise whitespace and drop invisible characters."""
     text = INVISIBLE.sub("", text)
-    text = EMPTY_BRACKETS.sub("", text)
-    text = CJK_WRAP.sub(r"\1", text)
+    # (Most pieces hold no bracket and no raw line break; the corpus's books clean a million.)
+    if "(" in text or "[" in text:
+        text = EMPTY_BRACKETS.sub("", text)
+    if "\n" in text or "\r" in text:
+        text = CJK_WRAP.sub(r"\1", text)
     return SPACES.sub(" ", text).strip()
 
 
@@ -703,14 +713,16 @@ class _Reader:
             self._emit_picture_notes()
             return
         lines = RAW_LINES.split(raw)
-        if len(lines) > 1 and any(CHAPTER_LINE.match(shown(line)) for line in lines):
-            self._emit_with_chapter_lines(re.split(f"({RAW_LINES.pattern})", raw))
-            self._emit_picture_notes()
-            return
+        if len(lines) > 1:
+            lines = [shown(line) for line in lines]  # (hard-wrapped prose: a block of many lines)
+            if any(CHAPTER_LINE.match(line) for line in lines):
+                self._emit_with_chapter_lines(re.split(f"({RAW_LINES.pattern})", raw))
+                self._emit_picture_notes()
+                return
         block = make_block(raw, heading, level=level if heading else 0)
         block.skeleton = skeleton
         if len(lines) > 1:
-            block.lines = tuple(line for line in map(shown, lines) if line)
+            block.lines = tuple(line for line in lines if line)
         self.emit(block)
         self._emit_picture_notes()
 
