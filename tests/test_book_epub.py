@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from corpus_expectations import BOOKS, BROKEN, MALFORMED
+from corpus_expectations import BOOKS, BROKEN, MALFORMED, READALONG_CHAPTERS
 from epub_factory import make_epub, xhtml
 from epub2audio.book.epub import load_book
 from epub2audio.book import skips
@@ -53,6 +53,15 @@ READABLE = [n for n in BOOKS if not BOOKS[n].get("refused")]
 def corpus_books(test: str, names=None):
     return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[(test, n)]))
             if (test, n) in KNOWN_WRONG else n for n in sorted(READABLE if names is None else names)]
+
+
+@pytest.mark.parametrize("name", sorted(READALONG_CHAPTERS))
+def test_the_read_along_sweep_reads_each_books_shortest_chapters(corpus, name):
+    """corpus_expectations.READALONG_CHAPTERS is what test_readalong_corpus.shortest_chapters picks
+    from the book as it loads: a reading rule that changes a chapter's length moves the pick."""
+    from test_readalong_corpus import ONE_CHAPTER, shortest_chapters
+
+    assert shortest_chapters(book(corpus, name), 1 if name in ONE_CHAPTER else 2) == READALONG_CHAPTERS[name]
 
 
 def test_every_corpus_book_has_expectations(corpus):
