@@ -371,32 +371,32 @@ class Matcher:
             return
         words, longest = self.words[index], max(map(len, self.read_units))
         starts = _starts(words)
+
+        def unread(k: int) -> bool:
+            return not any(covered[starts[k]:starts[k] + len(words[k])]) and not self.skip_at(index, starts[k])
+
         k = 0
         while k < len(words):
-            if covered[starts[k]] or self.skip_at(index, starts[k]):
+            if not unread(k):
                 k += 1
                 continue
-            end = k  # the gap's words: k .. end-1, each wholly unread
-            while end < len(words) and not any(covered[starts[end]:starts[end] + len(words[end])]) \
-                    and not self.skip_at(index, starts[end]):
+            end = k + 1  # the gap: words k .. end-1
+            while end < len(words) and unread(end):
                 end += 1
-            tiles = self._tiling(tuple(words[k:end]), longest)
-            if tiles:
-                covered[starts[k]:starts[end - 1] + len(words[end - 1])] = b"\x01" * (
-                    starts[end - 1] + len(words[end - 1]) - starts[k])
-            k = max(end, k + 1)
+            if self._tiling(tuple(words[k:end]), longest):
+                a, b = starts[k], starts[end - 1] + len(words[end - 1])
+                covered[a:b] = b"\x01" * (b - a)
+            k = end
 
     def _tiling(self, gap: tuple[str, ...], longest: int) -> bool:
         """Whether `gap` is read units end to end, none used more often than it was read."""
-        if not gap or len(gap) > 8 * longest:
-            return False
         reachable: dict[int, Counter] = {0: Counter()}  # words tiled so far → units used
         for at in range(len(gap)):
             if at not in reachable:
                 continue
+            used = reachable[at]
             for size in range(1, min(longest, len(gap) - at) + 1):
                 unit = gap[at:at + size]
-                used = reachable[at]
                 if self.read_units.get(unit, 0) > used[unit] and at + size not in reachable:
                     reachable[at + size] = used + Counter([unit])
         return len(gap) in reachable
