@@ -371,22 +371,24 @@ class Matcher:
             return
         words, longest = self.words[index], max(map(len, self.read_units))
         starts = _starts(words)
-
-        def unread(k: int) -> bool:
-            return not any(covered[starts[k]:starts[k] + len(words[k])]) and not self.skip_at(index, starts[k])
-
-        k = 0
-        while k < len(words):
-            if not unread(k):
-                k += 1
-                continue
-            end = k + 1  # the gap: words k .. end-1
-            while end < len(words) and unread(end):
-                end += 1
-            if self._tiling(tuple(words[k:end]), longest):
-                a, b = starts[k], starts[end - 1] + len(words[end - 1])
-                covered[a:b] = b"\x01" * (b - a)
-            k = end
+        unread = np.frombuffer(bytes(covered), np.uint8) == 0
+        if not unread.any():
+            return
+        # Runs of unread letters (numpy: most parts have none or a few), then their whole words.
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], unread.view(np.int8), [0]))))
+        for a, b in zip(edges[::2].tolist(), edges[1::2].tolist()):
+            k = bisect.bisect_left(starts, a)  # the first word starting inside [a, b)
+            while k < len(words) and starts[k] + len(words[k]) <= b:
+                if self.skip_at(index, starts[k]):
+                    k += 1
+                    continue
+                end = k + 1
+                while end < len(words) and starts[end] + len(words[end]) <= b and not self.skip_at(index, starts[end]):
+                    end += 1
+                if self._tiling(tuple(words[k:end]), longest):
+                    lo, hi = starts[k], starts[end - 1] + len(words[end - 1])
+                    covered[lo:hi] = b"\x01" * (hi - lo)
+                k = end
 
     def _tiling(self, gap: tuple[str, ...], longest: int) -> bool:
         """Whether `gap` is read units end to end, none used more often than it was read."""
